@@ -1,0 +1,269 @@
+// Package request describes what to send: the request spec, its validation, the parsing of
+// command-line arguments, and the Brellium endpoint table that says which calls are safe to
+// repeat. It never prints, reads flags or environment variables, or exits.
+package request
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+)
+
+// MaxQueryBytes is the longest query string the API accepts; a longer one is answered with a
+// bare 403 block, so it is refused before sending.
+const MaxQueryBytes = 2048
+
+// UsageError is bad input from the user: nothing was sent. It maps to exit code 2.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// Usagef returns a *UsageError with a formatted message.
+func Usagef(format string, args ...any) error {
+	return &UsageError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// Spec is one call to make, replayable any number of times: the body is kept as bytes and a
+// fresh reader is built for each attempt. The zero value is not usable; build one with New.
+type Spec struct {
+	Method string
+	URL    *url.URL
+	Header http.Header
+	// Body is nil for a call without a body.
+	Body []byte
+	// Idempotent is the user's word that the call is safe to repeat (--idempotent).
+	Idempotent bool
+	// IdempotencyKey, when set, is sent as Idempotency-Key on every attempt.
+	IdempotencyKey string
+}
+
+// Path returns the path and query of the call, as shown in logs.
+func (s *Spec) Path() string { return s.URL.RequestURI() }
+
+// NewBody returns a fresh reader over the body, or nil when there is none.
+func (s *Spec) NewBody() io.Reader {
+	if s.Body == nil {
+		return nil
+	}
+	return bytes.NewReader(s.Body)
+}
+
+// Options are the parts of a call as the user gave them.
+type Options struct {
+	Method         string
+	Target         string // a path, a path relative to the base URL, or an absolute URL
+	Headers        []string
+	Body           []byte
+	Idempotent     bool
+	IdempotencyKey string
+}
+
+// New validates the options against the base URL and returns the spec to send. Every error is
+// a *UsageError.
+func New(base *url.URL, o Options) (*Spec, error) {
+	method := strings.ToUpper(strings.TrimSpace(o.Method))
+	if method == "" {
+		method = http.MethodGet
+	}
+	if !validToken(method) {
+		return nil, Usagef("invalid HTTP method %q", o.Method)
+	}
+	u, err := Resolve(base, o.Target)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(u.RawQuery); n > MaxQueryBytes {
+		return nil, Usagef("query string is %d bytes, over the API's limit of %d: the API would block it with a bare 403; send fewer parameters", n, MaxQueryBytes)
+	}
+	h := http.Header{}
+	for _, raw := range o.Headers {
+		name, value, err := ParseHeader(raw)
+		if err != nil {
+			return nil, err
+		}
+		h.Add(name, value)
+	}
+	if o.Body != nil {
+		if err := ValidateJSON(o.Body); err != nil {
+			return nil, err
+		}
+	}
+	s := &Spec{
+		Method:         method,
+		URL:            u,
+		Header:         h,
+		Body:           o.Body,
+		Idempotent:     o.Idempotent || o.IdempotencyKey != "",
+		IdempotencyKey: o.IdempotencyKey,
+	}
+	if s.IdempotencyKey != "" {
+		s.Header.Set("Idempotency-Key", s.IdempotencyKey)
+	}
+	return s, nil
+}
+
+// ParseBaseURL parses and checks an API origin such as https://api.brellium.com.
+func ParseBaseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, Usagef("invalid base URL %q: want http(s)://HOST[:PORT][/PREFIX]", raw)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, Usagef("invalid base URL %q: no query, fragment or user info allowed", raw)
+	}
+	return u, nil
+}
+
+// Resolve turns the user's target into an absolute URL on the base URL's origin. A target is an
+// absolute path (query included), a path relative to the base URL, or an absolute URL with the
+// base URL's origin; any other origin is refused so the token never leaves it.
+func Resolve(base *url.URL, target string) (*url.URL, error) {
+	if strings.TrimSpace(target) == "" {
+		return nil, Usagef("missing PATH: give an API path such as /v2/audits/ID")
+	}
+	ref, err := url.Parse(target)
+	if err != nil {
+		return nil, Usagef("invalid PATH %q: %v", target, err)
+	}
+	if ref.IsAbs() || ref.Host != "" {
+		if ref.Scheme == "" {
+			ref.Scheme = base.Scheme
+		}
+		if !SameOrigin(ref, base) {
+			return nil, Usagef("refusing %s: its origin is not the base URL's (%s); the token is only sent to %s (set --base-url to change it)", target, Origin(base), Origin(base))
+		}
+		ref.Fragment = ""
+		return ref, nil
+	}
+	joined := strings.TrimSuffix(base.EscapedPath(), "/") + "/" + strings.TrimPrefix(ref.EscapedPath(), "/")
+	if ref.RawQuery != "" || ref.ForceQuery {
+		joined += "?" + ref.RawQuery
+	}
+	u, err := url.Parse(base.Scheme + "://" + base.Host + joined)
+	if err != nil {
+		return nil, Usagef("invalid PATH %q: %v", target, err)
+	}
+	return u, nil
+}
+
+// Origin returns scheme://host:port with the default port made explicit.
+func Origin(u *url.URL) string {
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(hostPort(u))
+}
+
+// SameOrigin reports whether a and b share scheme, host and port.
+func SameOrigin(a, b *url.URL) bool { return Origin(a) == Origin(b) }
+
+func hostPort(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		switch strings.ToLower(u.Scheme) {
+		case "https":
+			port = "443"
+		case "http":
+			port = "80"
+		}
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
+// IsLoopback reports whether the URL's host is a loopback address or localhost.
+func IsLoopback(u *url.URL) bool {
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// CheckCredentialsTransport refuses to send credentials over plain http to a host that is
+// not a loopback address.
+func CheckCredentialsTransport(base *url.URL) error {
+	if strings.EqualFold(base.Scheme, "http") && !IsLoopback(base) {
+		return Usagef("refusing to send credentials over plain http to %s: use https, or a loopback address for a local server", base.Host)
+	}
+	return nil
+}
+
+// ParseHeader splits a 'Name: value' header argument.
+func ParseHeader(raw string) (name, value string, err error) {
+	name, value, ok := strings.Cut(raw, ":")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" {
+		return "", "", Usagef("invalid header %q: want 'Name: value'", raw)
+	}
+	if !validToken(name) {
+		return "", "", Usagef("invalid header name %q: letters, digits and !#$%%&'*+-.^_`|~ only", name)
+	}
+	value = strings.TrimSpace(value)
+	if strings.ContainsAny(value, "\r\n\x00") {
+		return "", "", Usagef("invalid header %q: the value holds a line break or NUL", name)
+	}
+	return http.CanonicalHeaderKey(name), value, nil
+}
+
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r > 0x7e || r <= 0x20 || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", r) {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidateJSON checks that a body is one valid JSON value.
+func ValidateJSON(b []byte) error {
+	if json.Valid(b) {
+		return nil
+	}
+	var v any
+	err := json.Unmarshal(b, &v)
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return Usagef("invalid JSON body at byte %d: %v (bodies are always sent as application/json)", syn.Offset, syn)
+	}
+	if err == nil {
+		err = errors.New("not a single JSON value")
+	}
+	return Usagef("invalid JSON body: %v (bodies are always sent as application/json)", err)
+}
+
+// LoadData reads a -d argument: a literal JSON text, @FILE, or @- for standard input.
+func LoadData(arg string, stdin io.Reader) ([]byte, error) {
+	if !strings.HasPrefix(arg, "@") {
+		return []byte(arg), nil
+	}
+	name := arg[1:]
+	if name == "-" {
+		if stdin == nil {
+			return nil, Usagef("-d @-: no standard input")
+		}
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, Usagef("-d @-: reading standard input: %v", err)
+		}
+		return b, nil
+	}
+	if name == "" {
+		return nil, Usagef("-d @: missing file name (use @FILE or @- for standard input)")
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, Usagef("-d @%s: no such file", name)
+		}
+		return nil, Usagef("-d @%s: %v", name, err)
+	}
+	return b, nil
+}
