@@ -2,4 +2,17 @@ module github.com/brellium/brellium
 
 go 1.26.0
 
-require golang.org/x/time v0.16.0
+require (
+	github.com/fatih/color v1.19.0
+	github.com/mattn/go-isatty v0.0.24
+	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.0.9
+	github.com/tidwall/pretty v1.3.0
+	golang.org/x/time v0.16.0
+)
+
+require (
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/mattn/go-colorable v0.1.14 // indirect
+	golang.org/x/sys v0.42.0 // indirect
+)

@@ -88,18 +88,18 @@ func (f *fixture) want(resp *http.Response, status int, body string) {
 
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
-type envelope struct {
+type errorBody struct {
 	Error struct {
 		Type, Code, Message string
 		RequestID           string `json:"request_id"`
 	}
 }
 
-func parseEnvelope(t *testing.T, resp *http.Response, body string) envelope {
+func parseEnvelope(t *testing.T, resp *http.Response, body string) errorBody {
 	t.Helper()
-	var e envelope
+	var e errorBody
 	if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error.Code == "" {
-		t.Fatalf("not an error envelope: %s", body)
+		t.Fatalf("not an error errorBody: %s", body)
 	}
 	if e.Error.RequestID != resp.Header.Get("X-Request-Id") || !uuidRE.MatchString(e.Error.RequestID) {
 		t.Fatalf("request_id %q differs from x-request-id %q", e.Error.RequestID, resp.Header.Get("X-Request-Id"))
@@ -145,7 +145,7 @@ func TestBucketArithmeticAnd429(t *testing.T) {
 	f.want(resp, 429, body)
 	e := parseEnvelope(t, resp, body)
 	if e.Error.Code != "RATE_LIMITED" || e.Error.Type != "rate_limit_error" {
-		t.Errorf("429 envelope = %+v", e)
+		t.Errorf("429 errorBody = %+v", e)
 	}
 	// One token every 4 s: Retry-After is whole seconds, equal to RateLimit-Reset.
 	if resp.Header.Get("Retry-After") != "4" || rl(resp) != "3/0/4" {

@@ -229,6 +229,14 @@ func (s *Server) requestID() string {
 	return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", a>>32, (a>>16)&0xffff, a&0xffff, b>>48, b&0xffffffffffff)
 }
 
+// envelope is the API's error object, in the documented field order.
+type envelope struct {
+	Type      string `json:"type"`
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	RequestID string `json:"request_id"`
+}
+
 // reply is an answer being built: status, headers and body.
 type reply struct {
 	status int
@@ -323,8 +331,9 @@ func (s *Server) write(w http.ResponseWriter, rep *reply) {
 		id := s.requestID()
 		rep.header.Set("X-Request-Id", id)
 		if rep.code != "" {
-			b, _ := json.Marshal(map[string]any{"error": map[string]string{
-				"type": rep.errType, "code": rep.code, "message": rep.message, "request_id": id}})
+			b, _ := json.Marshal(struct {
+				Error envelope `json:"error"`
+			}{envelope{rep.errType, rep.code, rep.message, id}})
 			rep.body = append(b, '\n')
 		}
 	}

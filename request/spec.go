@@ -9,11 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // MaxQueryBytes is the longest query string the API accepts; a longer one is answered with a
@@ -266,4 +269,24 @@ func LoadData(arg string, stdin io.Reader) ([]byte, error) {
 		return nil, Usagef("-d @%s: %v", name, err)
 	}
 	return b, nil
+}
+
+// ParseDuration reads a time flag: a bare number is seconds ("60", "1.5"); otherwise Go's
+// duration syntax ("1m30s", "500ms"). Negative values are refused.
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, errors.New("empty duration")
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if f < 0 || math.IsNaN(f) || math.IsInf(f, 0) || f > math.MaxInt64/float64(time.Second) {
+			return 0, fmt.Errorf("invalid duration %q: want a non-negative number of seconds or a duration like 1m30s", s)
+		}
+		return time.Duration(f * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("invalid duration %q: want a number of seconds (60) or a duration like 1m30s or 500ms", s)
+	}
+	return d, nil
 }

@@ -89,7 +89,7 @@ func Decide(a Attempt) Decision {
 		for _, m := range rule.DoneAfterRun {
 			if m.Matches(r.Status, code) {
 				return Decision{Verdict: Stop, Outcome: OK, Converged: true,
-					Why: fmt.Sprintf("%s after an attempt that may have run it: already done", statusCode(r))}
+					Why: "already done: an earlier attempt may have run it"}
 			}
 		}
 	}
@@ -120,16 +120,16 @@ func Decide(a Attempt) Decision {
 	case isTransient5xx(r.Status):
 		d.Ran, d.ServerWait = true, true
 		if safe {
-			again, d.Why = true, statusCode(r)+": safe to repeat"
+			again, d.Why = true, "safe to repeat"
 		} else {
-			d.Outcome, d.Why = UnknownOutcome, statusCode(r)+": an unsafe write is not repeated: it may or may not have run"
+			d.Outcome, d.Why = UnknownOutcome, "an unsafe write is not repeated: it may or may not have run"
 		}
 	case r.Status == http.StatusConflict && a.Class.KeySent && isIdempotencyConflict(r):
 		again, d.Why = true, "idempotency_conflict: the first attempt is still running; same key again"
 	case r.Status >= 300 && r.Status < 400:
 		d.Why = fmt.Sprintf("%d redirect to %s not followed (use -L to follow it)", r.Status, r.Header.Get("Location"))
 	default:
-		d.Why = statusCode(r) + ": retrying cannot fix it"
+		d.Why = "retrying cannot fix it"
 	}
 	switch ShouldRetry(r.Header) {
 	case 1:
@@ -155,7 +155,7 @@ func matchRepeat(rule *request.Rule, status int, code string, d *Decision) bool 
 	for _, rep := range rule.Repeats {
 		if rep.Matches(status, code) {
 			d.Ran, d.ServerWait = rep.Ran, true
-			d.Why = fmt.Sprintf("%d %s: %s repeats it", status, code, rule.Name)
+			d.Why = rule.Name + " repeats it"
 			return true
 		}
 	}
@@ -175,13 +175,6 @@ func isIdempotencyConflict(r *Response) bool {
 		return false
 	}
 	return strings.EqualFold(r.Envelope.Code, "idempotency_conflict") || strings.EqualFold(r.Envelope.Type, "idempotency_conflict")
-}
-
-func statusCode(r *Response) string {
-	if c := r.Code(); c != "" {
-		return fmt.Sprintf("%d %s", r.Status, c)
-	}
-	return fmt.Sprint(r.Status)
 }
 
 func errText(err error) string {

@@ -1,0 +1,313 @@
+package cmd
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/brellium/brellium/emulator"
+	"github.com/brellium/brellium/output"
+	"github.com/brellium/brellium/request"
+	"github.com/brellium/brellium/retry"
+)
+
+var methodHelp = map[string]struct{ short, example string }{
+	"GET": {"Read a resource", `  brellium get /v2/audits/a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d --emulator
+  brellium get /v2/audits/ID --retry 5 --max-time 60
+  brellium get '/v2/audits?limit=10' -i
+  brellium get /v2/audits/ID --log-format json 2> attempts.jsonl`},
+	"HEAD":   {"Read a resource's headers", `  brellium head /v2/audits/ID -i`},
+	"DELETE": {"Delete a resource", `  brellium delete /v2/users/USER_ID      # safe: a 404 after an unknown outcome means done`},
+	"POST": {"Create a resource (not repeated after an unknown outcome unless safe)", `  brellium post /v2/users -d '{"email":"a@example.com"}'
+  brellium post /v2/documents -d @documents.json
+  echo '{"email":"r@example.com"}' | brellium post /v2/email_recipients -d @- --idempotent
+  brellium post /v1/payments -d '{"amount":1}' --idempotency-key auto --base-url https://api.example.com`},
+	"PUT":   {"Replace a resource", `  brellium put /v1/things/1 -d '{"name":"x"}' --idempotent --base-url https://api.example.com`},
+	"PATCH": {"Update a resource", `  brellium patch /v2/audits/ID -d '{"flags":["Reviewed"]}'   # safe: flags are replaced`},
+}
+
+// NewCmdMethod builds `brellium get|head|delete|post|put|patch PATH`.
+func NewCmdMethod(f *Factory, g *GlobalOptions, method string, runF func(*RequestOptions) error) *cobra.Command {
+	o := newRequestOptions()
+	o.Method = method
+	help := methodHelp[method]
+	c := &cobra.Command{
+		Use:     strings.ToLower(method) + " PATH",
+		Short:   help.short,
+		Example: help.example,
+		Args:    exactArgs(1, "one PATH, such as /v2/audits/ID"),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Target = args[0]
+			if err := o.check(c); err != nil {
+				return err
+			}
+			if err := g.resolve(c, f); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return runRequest(c.Context(), f, g, o)
+		},
+	}
+	addRequestFlags(c, o)
+	return c
+}
+
+// NewCmdRequest builds `brellium request METHOD PATH`.
+func NewCmdRequest(f *Factory, g *GlobalOptions, runF func(*RequestOptions) error) *cobra.Command {
+	o := newRequestOptions()
+	c := &cobra.Command{
+		Use:   "request METHOD PATH",
+		Short: "Send a request with any method",
+		Example: `  brellium request OPTIONS /v2/audits
+  brellium request POST /v2/audits/batch_update -d @updates.json`,
+		Args: exactArgs(2, "METHOD and PATH"),
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) == 0 {
+				return []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}, cobra.ShellCompDirectiveNoFileComp
+			}
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Method, o.Target = strings.ToUpper(args[0]), args[1]
+			if err := o.check(c); err != nil {
+				return err
+			}
+			if err := g.resolve(c, f); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return runRequest(c.Context(), f, g, o)
+		},
+	}
+	addRequestFlags(c, o)
+	return c
+}
+
+// session is what a command needs to send calls: the engine with its limiter, credentials and
+// logger, the base URL, and the emulator when --emulator started one.
+type session struct {
+	base   *url.URL
+	engine *retry.Engine
+	logger *output.Logger
+	policy retry.Policy
+	// tokenHint says what to do when the API refuses the token.
+	tokenHint string
+	close     func()
+}
+
+// newSession sets up the engine for o. Every error is a usage or auth error.
+func newSession(ctx context.Context, f *Factory, g *GlobalOptions, o *RequestOptions, logger *output.Logger) (*session, error) {
+	s := &session{logger: logger, close: func() {}}
+	baseRaw := g.BaseURL
+	token := strings.TrimSpace(f.env("BRELLIUM_ACCESS_TOKEN"))
+	if o.Emulator {
+		em, err := emulator.Start("127.0.0.1:0", emulator.DefaultConfig())
+		if err != nil {
+			return nil, fmt.Errorf("starting the emulator: %w", err)
+		}
+		s.close = func() {
+			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_ = em.Close(c)
+		}
+		baseRaw, token = em.URL, "sandbox"
+	}
+	base, err := request.ParseBaseURL(baseRaw)
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.base = base
+	auth, hint, err := credentials(token, f, o)
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	if auth != nil || hasHeader(o.Headers, "Authorization") {
+		if err := request.CheckCredentialsTransport(base); err != nil {
+			s.close()
+			return nil, err
+		}
+	}
+	s.tokenHint = hint
+	limiter, err := newLimiter(g, f)
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.engine = &retry.Engine{
+		Transport: f.transport(), Limiter: limiter, Clock: f.Clock, Rand: f.Rand,
+		Sink: logger, Auth: auth, UserAgent: "brellium/" + Version,
+	}
+	s.policy = retry.Policy{
+		Retries: o.Retry, MaxTime: time.Duration(o.MaxTime), Timeout: time.Duration(o.Timeout),
+		BackoffBase: time.Duration(o.BackoffBase), BackoffCap: time.Duration(o.BackoffCap),
+		FollowRedirects: o.Location,
+	}
+	return s, nil
+}
+
+// credentials picks the Authorization source: BRELLIUM_ACCESS_TOKEN as is, else the user's own
+// -H Authorization, else an auth error that says what to set.
+func credentials(token string, f *Factory, o *RequestOptions) (retry.Authorizer, string, error) {
+	switch {
+	case token != "":
+		return retry.StaticToken(token), "BRELLIUM_ACCESS_TOKEN was refused: set a valid token, or unset it to mint one from BRELLIUM_CLIENT_ID and BRELLIUM_CLIENT_SECRET", nil
+	case hasHeader(o.Headers, "Authorization"):
+		return nil, "", nil
+	case f.env("BRELLIUM_CLIENT_ID") != "" && f.env("BRELLIUM_CLIENT_SECRET") != "":
+		return nil, "", &retry.AuthError{Failure: retry.Failure{Method: o.Method, Path: o.Target,
+			Reason: "minting a token from BRELLIUM_CLIENT_ID and BRELLIUM_CLIENT_SECRET is not available in this build; set BRELLIUM_ACCESS_TOKEN"}}
+	}
+	return nil, "", &retry.AuthError{Failure: retry.Failure{Method: o.Method, Path: o.Target,
+		Reason: "no credentials: set BRELLIUM_ACCESS_TOKEN, or BRELLIUM_CLIENT_ID and BRELLIUM_CLIENT_SECRET (or try --emulator)"}}
+}
+
+func hasHeader(headers []string, name string) bool {
+	for _, h := range headers {
+		if n, _, ok := strings.Cut(h, ":"); ok && strings.EqualFold(strings.TrimSpace(n), name) {
+			return true
+		}
+	}
+	return false
+}
+
+func newLimiter(g *GlobalOptions, f *Factory) (retry.Limiter, error) {
+	switch {
+	case g.Limiter == "off":
+		return retry.Off{}, nil
+	case g.Limiter == "process", g.Limiter == "local":
+		return retry.NewBucket(g.Rate, g.Burst, f.Clock), nil
+	}
+	return nil, request.Usagef("--limiter %s: the Redis limiter is not available in this build; use local, process or off", g.Limiter)
+}
+
+// newIdempotencyKey returns a random UUID v4 for --idempotency-key auto.
+func newIdempotencyKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// buildSpec turns the options into the call to send.
+func buildSpec(f *Factory, o *RequestOptions, base *url.URL) (*request.Spec, error) {
+	var body []byte
+	if o.DataSet {
+		b, err := request.LoadData(o.Data, f.IOStreams.In)
+		if err != nil {
+			return nil, err
+		}
+		body = b
+	}
+	key := o.IdempotencyKey
+	if key == "auto" {
+		key = newIdempotencyKey()
+	}
+	return request.New(base, request.Options{
+		Method: o.Method, Target: o.Target, Headers: o.Headers, Body: body,
+		Idempotent: o.Idempotent, IdempotencyKey: key,
+	})
+}
+
+func runRequest(ctx context.Context, f *Factory, g *GlobalOptions, o *RequestOptions) error {
+	ios := f.IOStreams
+	if err := ios.SetColorMode(g.Color, false); err != nil {
+		return request.Usagef("%v", err)
+	}
+	logger := output.NewLogger(ios, output.LogOptions{Format: o.LogFormat, Silent: o.Silent, Verbose: o.Verbose})
+	start := time.Now()
+	var sess *session
+	finish := func(res *retry.Result, err error) error {
+		if err != nil && errors.Is(err, context.Canceled) {
+			if intr := interruption(ctx); intr != nil {
+				err = intr
+			}
+		}
+		final := output.Final{Outcome: OutcomeName(err), ExitCode: ExitCode(err), Elapsed: time.Since(start), Err: err}
+		if res != nil {
+			final.Attempts = res.Attempts
+		}
+		final.Hint = hintFor(final.Outcome)
+		var ae *retry.AuthError
+		if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized && sess != nil {
+			final.Hint = sess.tokenHint
+		}
+		logger.Done(final)
+		if err != nil {
+			return &reportedError{err: err}
+		}
+		return nil
+	}
+
+	sess, err := newSession(ctx, f, g, o, logger)
+	if err != nil {
+		sess = nil
+		return finish(nil, err)
+	}
+	defer sess.close()
+	spec, err := buildSpec(f, o, sess.base)
+	if err != nil {
+		return finish(nil, err)
+	}
+	out := ios.Out
+	toTerminal := ios.IsStdoutTTY()
+	if o.Output != "" {
+		file, err := os.Create(o.Output)
+		if err != nil {
+			return finish(nil, request.Usagef("-o %s: %v", o.Output, err))
+		}
+		defer file.Close()
+		out, toTerminal = file, false
+	}
+
+	res, callErr := sess.engine.Do(ctx, spec, sess.policy)
+	if res != nil && res.Response != nil {
+		if werr := writeResponse(out, res.Response, o, toTerminal, ios.ColorEnabled()); werr != nil && !errors.Is(werr, syscall.EPIPE) {
+			if callErr == nil {
+				callErr = fmt.Errorf("writing the response: %w", werr)
+			}
+		}
+	}
+	return finish(res, callErr)
+}
+
+func writeResponse(w io.Writer, r *retry.Response, o *RequestOptions, terminal, color bool) error {
+	if o.Include {
+		if err := output.WriteHead(w, r); err != nil {
+			return err
+		}
+	}
+	if o.Method == http.MethodHead {
+		return nil
+	}
+	return output.WriteBody(w, r.Body, terminal, color)
+}
+
+// hintFor says what to do next after an outcome, or "".
+func hintFor(o retry.Outcome) string {
+	switch o {
+	case retry.Blocked:
+		return "the client is blocked: stop sending, check the request, then lower concurrency; retrying keeps the block in place"
+	case retry.UnknownOutcome:
+		return "check whether the write ran before sending it again; if a repeat is harmless, mark it --idempotent or send --idempotency-key"
+	case retry.Exhausted:
+		return "raise --retry or --max-time, or lower the request rate"
+	}
+	return ""
+}

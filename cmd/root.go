@@ -1,0 +1,225 @@
+// Package cmd wires the command line: one file per command, an Options struct, NewCmdX and
+// runX. It is the only package that knows about cobra, flags and environment variables.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/brellium/brellium/output"
+	"github.com/brellium/brellium/request"
+	"github.com/brellium/brellium/retry"
+)
+
+// Build information, stamped with -ldflags -X by the release build.
+var (
+	Version = "dev"
+	Commit  = ""
+	Date    = ""
+)
+
+// Factory holds what commands need from the outside world, so tests can replace it.
+type Factory struct {
+	IOStreams *output.IOStreams
+	// Getenv reads an environment variable.
+	Getenv func(string) string
+	// Transport sends HTTP requests; nil is a clone of http.DefaultTransport.
+	Transport http.RoundTripper
+	// Clock is the engine's clock; nil is the system clock.
+	Clock retry.Clock
+	// Rand is the engine's random source for jitter; nil is math/rand.
+	Rand func() float64
+}
+
+func (f *Factory) env(name string) string {
+	if f.Getenv == nil {
+		return ""
+	}
+	return f.Getenv(name)
+}
+
+func (f *Factory) transport() http.RoundTripper {
+	if f.Transport != nil {
+		return f.Transport
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return t
+}
+
+// reportedError is an error that the command has already shown on stderr.
+type reportedError struct{ err error }
+
+func (e *reportedError) Error() string { return e.err.Error() }
+func (e *reportedError) Unwrap() error { return e.err }
+
+// Interrupted is the error of a command stopped by a signal.
+type Interrupted struct{ Signal os.Signal }
+
+func (e *Interrupted) Error() string { return "interrupted by " + e.Signal.String() }
+
+// ExitCode maps an error to the contract's exit codes. It is the only place that does.
+func ExitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var (
+		usage *request.UsageError
+		intr  *Interrupted
+	)
+	switch {
+	case errors.As(err, &intr):
+		if intr.Signal == syscall.SIGTERM {
+			return 143
+		}
+		return 130
+	case errors.As(err, &usage):
+		return 2
+	}
+	return exitCodes[retry.OutcomeOf(err)]
+}
+
+// exitCodes is the contract's exit-code table.
+var exitCodes = map[retry.Outcome]int{
+	retry.OK: 0, retry.Internal: 1, retry.Usage: 2, retry.APIFailure: 3, retry.Exhausted: 4,
+	retry.Blocked: 5, retry.UnknownOutcome: 6, retry.AuthFailure: 7, retry.Interrupted: 130,
+}
+
+// OutcomeName is the contract's `outcome` for an error.
+func OutcomeName(err error) retry.Outcome {
+	switch ExitCode(err) {
+	case 2:
+		return retry.Usage
+	case 130, 143:
+		return retry.Interrupted
+	}
+	return retry.OutcomeOf(err)
+}
+
+// Execute runs the command line with the process's streams, environment and signals, and
+// returns the exit code for main.
+func Execute(args []string) int {
+	// Writes to a closed pipe return EPIPE instead of killing the process.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	ctx, stop := context.WithCancelCause(context.Background())
+	defer stop(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		if s, ok := <-sigs; ok {
+			stop(&Interrupted{Signal: s})
+		}
+	}()
+	f := &Factory{IOStreams: output.System(), Getenv: os.Getenv}
+	return Run(ctx, f, args)
+}
+
+// Run runs the command line with f and returns the exit code. A context cancelled with an
+// *Interrupted cause ends the command with 130 or 143.
+func Run(ctx context.Context, f *Factory, args []string) int {
+	root := NewCmdRoot(f)
+	root.SetArgs(args)
+	root.SetIn(f.IOStreams.In)
+	root.SetOut(f.IOStreams.Out)
+	root.SetErr(f.IOStreams.ErrOut)
+	err := root.ExecuteContext(ctx)
+	var rep *reportedError
+	if err != nil && !errors.As(err, &rep) {
+		if intr := interruption(ctx); intr != nil {
+			err = intr
+		} else if ExitCode(err) == 1 {
+			// Commands report their own errors; what is left comes from cobra itself (unknown
+			// command, wrong argument count): usage errors.
+			err = &request.UsageError{Msg: err.Error()}
+		}
+		fmt.Fprintln(f.IOStreams.ErrOut, "brellium: "+err.Error())
+		if ExitCode(err) == 2 {
+			fmt.Fprintln(f.IOStreams.ErrOut, "Run 'brellium --help' for usage.")
+		}
+	}
+	return ExitCode(err)
+}
+
+// interruption returns the signal that cancelled ctx, or nil.
+func interruption(ctx context.Context) *Interrupted {
+	var intr *Interrupted
+	if errors.As(context.Cause(ctx), &intr) {
+		return intr
+	}
+	return nil
+}
+
+// NewCmdRoot builds the root command and every subcommand.
+func NewCmdRoot(f *Factory) *cobra.Command {
+	g := &GlobalOptions{}
+	root := &cobra.Command{
+		Use:   "brellium",
+		Short: "A curl-like client for the Brellium API and rate-limited JSON APIs",
+		Long: `brellium sends requests to the Brellium REST API (or any JSON API behind --base-url) and
+repeats them only when that is safe: it honours Retry-After, backs off with full jitter,
+caps attempts and total time, paces itself with a client-side token bucket, and exits with
+a distinct code for each way a call can end.`,
+		Example: `  brellium get /v2/audits/a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d --emulator
+  brellium get /v2/audits/ID --retry 5 --max-time 60
+  brellium patch /v2/audits/ID -d '{"flags":["Reviewed"]}'
+  brellium explain POST /v2/users`,
+		Version:       versionLine(),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &request.UsageError{Msg: err.Error() + " (see 'brellium " + c.Name() + " --help')"}
+	})
+	g.addFlags(root)
+	for _, m := range []string{"GET", "HEAD", "DELETE", "POST", "PUT", "PATCH"} {
+		root.AddCommand(NewCmdMethod(f, g, m, nil))
+	}
+	root.AddCommand(NewCmdRequest(f, g, nil))
+	root.AddCommand(NewCmdExplain(f, g, nil))
+	root.AddCommand(NewCmdEmulator(f, nil))
+	root.AddCommand(NewCmdVersion(f))
+	return root
+}
+
+func versionLine() string {
+	v, c, d := buildInfo()
+	line := "brellium " + v
+	if c != "" {
+		line += " (" + c
+		if d != "" {
+			line += ", " + d
+		}
+		line += ")"
+	}
+	return line
+}
+
+// buildInfo returns the version, commit and date: the stamped ones, else what the Go module
+// system recorded.
+func buildInfo() (version, commit, date string) {
+	version, commit, date = Version, Commit, Date
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch {
+			case s.Key == "vcs.revision" && commit == "":
+				commit = s.Value
+			case s.Key == "vcs.time" && date == "":
+				date = s.Value
+			}
+		}
+	}
+	return version, commit, date
+}

@@ -1,0 +1,320 @@
+package output
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/brellium/brellium/retry"
+)
+
+// LogOptions say what goes on stderr.
+type LogOptions struct {
+	// Format is "text" (one line per attempt) or "json" (one event object per line).
+	Format string
+	// Silent drops the lines of successful attempts; errors still print.
+	Silent bool
+	// Verbose adds request and response headers, Authorization and cookies redacted.
+	Verbose bool
+}
+
+// ValidFormat checks a --log-format value.
+func ValidFormat(f string) error {
+	if f != "text" && f != "json" {
+		return fmt.Errorf("invalid --log-format %q: want text or json", f)
+	}
+	return nil
+}
+
+// Logger writes the attempt events and the final outcome to stderr. It is a retry.Sink and is
+// safe for concurrent use. Response bodies never go into it.
+type Logger struct {
+	mu   sync.Mutex
+	w    io.Writer
+	opts LogOptions
+	pal  *Palette
+}
+
+// NewLogger returns a logger on the streams' stderr.
+func NewLogger(s *IOStreams, opts LogOptions) *Logger {
+	if opts.Format == "" {
+		opts.Format = "text"
+	}
+	return &Logger{w: s.ErrOut, opts: opts, pal: NewPalette(s.ColorErrEnabled() && opts.Format == "text")}
+}
+
+// Attempt writes one attempt.
+func (l *Logger) Attempt(ev retry.Event) {
+	ok := ev.Decision == "done"
+	if l.opts.Silent && ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.opts.Format == "json" {
+		l.writeJSON(attemptJSON(ev, l.opts.Verbose))
+		return
+	}
+	if l.opts.Verbose {
+		l.writeHeaders(ev)
+	}
+	fmt.Fprintln(l.w, l.attemptLine(ev))
+}
+
+// AttemptLine formats an attempt as the text log does, without colour.
+func AttemptLine(ev retry.Event) string { return (&Logger{pal: NewPalette(false)}).attemptLine(ev) }
+
+func (l *Logger) attemptLine(ev retry.Event) string {
+	p := l.pal
+	var b strings.Builder
+	b.WriteString(p.Bold(ev.Method) + " " + ev.Path + " ")
+	if r := ev.Response; r != nil {
+		status := strconv.Itoa(r.Status)
+		switch {
+		case r.Status < 300:
+			status = p.Green(status)
+		case r.Status == http.StatusTooManyRequests || r.Status < 400:
+			status = p.Yellow(status)
+		default:
+			status = p.Red(status)
+		}
+		b.WriteString(status)
+		if c := r.Code(); c != "" {
+			b.WriteString(" " + c)
+		}
+		if rl := r.RateLimit; rl.Present {
+			fmt.Fprintf(&b, " · ratelimit %d/%d reset %ds", rl.Remaining, rl.Limit, rl.Reset)
+		}
+		if r.RequestID != "" {
+			b.WriteString(" · request-id " + r.RequestID)
+		}
+	} else {
+		sent := "not sent"
+		if ev.Sent {
+			sent = "sent"
+		}
+		b.WriteString(p.Red(errString(ev.Err)) + " (" + sent + ")")
+	}
+	b.WriteString(" · ")
+	switch ev.Decision {
+	case "retry":
+		b.WriteString(p.Yellow(fmt.Sprintf("retry %d/%d in %s", ev.Retry, ev.Retries, retry.FormatDuration(ev.Wait))))
+		b.WriteString(" (" + ev.WaitSource + ")")
+	case "done":
+		if ev.Why != "" && ev.Why != "done" {
+			b.WriteString(p.Green("done: " + ev.Why))
+		} else {
+			b.WriteString(p.Green("done in " + retry.FormatDuration(ev.Elapsed)))
+		}
+	case "renew":
+		b.WriteString(p.Yellow("re-minting the token, then repeating once"))
+	default:
+		b.WriteString(p.Red("stop: " + ev.Why))
+	}
+	return b.String()
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "no answer"
+	}
+	return err.Error()
+}
+
+func (l *Logger) writeHeaders(ev retry.Event) {
+	fmt.Fprintf(l.w, "%s %s %s\n", l.pal.Gray(">"), ev.Method, ev.Path)
+	for _, line := range headerLines(ev.RequestHeader) {
+		fmt.Fprintf(l.w, "%s %s\n", l.pal.Gray(">"), line)
+	}
+	if r := ev.Response; r != nil {
+		fmt.Fprintf(l.w, "%s %s %s\n", l.pal.Gray("<"), r.Proto, r.StatusText)
+		for _, line := range headerLines(r.Header) {
+			fmt.Fprintf(l.w, "%s %s\n", l.pal.Gray("<"), line)
+		}
+	}
+}
+
+// Redact hides credentials in a header value: Authorization keeps its scheme.
+func Redact(name, value string) string {
+	switch http.CanonicalHeaderKey(name) {
+	case "Authorization", "Proxy-Authorization":
+		if scheme, _, ok := strings.Cut(value, " "); ok {
+			return scheme + " ***"
+		}
+		return "***"
+	case "Cookie", "Set-Cookie":
+		return "***"
+	}
+	return value
+}
+
+// headerLines returns "Name: value" lines sorted by name, credentials redacted.
+func headerLines(h http.Header) []string {
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var lines []string
+	for _, k := range names {
+		for _, v := range h[k] {
+			lines = append(lines, k+": "+Redact(k, v))
+		}
+	}
+	return lines
+}
+
+type rateLimitJSON struct {
+	Limit     int `json:"limit"`
+	Remaining int `json:"remaining"`
+	Reset     int `json:"reset"`
+}
+
+type attemptEvent struct {
+	Event       string            `json:"event"`
+	Method      string            `json:"method"`
+	Path        string            `json:"path"`
+	Attempt     int               `json:"attempt"`
+	Status      int               `json:"status,omitempty"`
+	Code        string            `json:"code,omitempty"`
+	RequestID   string            `json:"request_id,omitempty"`
+	RateLimit   *rateLimitJSON    `json:"ratelimit,omitempty"`
+	Decision    string            `json:"decision"`
+	WaitMS      int64             `json:"wait_ms"`
+	ElapsedMS   int64             `json:"elapsed_ms"`
+	Error       string            `json:"error,omitempty"`
+	Sent        *bool             `json:"sent,omitempty"`
+	Why         string            `json:"why,omitempty"`
+	WaitSource  string            `json:"wait_source,omitempty"`
+	RequestHdr  map[string]string `json:"request_headers,omitempty"`
+	ResponseHdr map[string]string `json:"response_headers,omitempty"`
+}
+
+func attemptJSON(ev retry.Event, verbose bool) attemptEvent {
+	e := attemptEvent{Event: "attempt", Method: ev.Method, Path: ev.Path, Attempt: ev.Attempt,
+		Decision: ev.Decision, WaitMS: ev.Wait.Milliseconds(), ElapsedMS: ev.Elapsed.Milliseconds(),
+		Why: ev.Why, WaitSource: ev.WaitSource}
+	if r := ev.Response; r != nil {
+		e.Status, e.Code, e.RequestID = r.Status, r.Code(), r.RequestID
+		if r.RateLimit.Present {
+			e.RateLimit = &rateLimitJSON{r.RateLimit.Limit, r.RateLimit.Remaining, r.RateLimit.Reset}
+		}
+		if verbose {
+			e.ResponseHdr = flatHeaders(r.Header)
+		}
+	} else {
+		sent := ev.Sent
+		e.Error, e.Sent = errString(ev.Err), &sent
+	}
+	if verbose {
+		e.RequestHdr = flatHeaders(ev.RequestHeader)
+	}
+	return e
+}
+
+func flatHeaders(h http.Header) map[string]string {
+	m := make(map[string]string, len(h))
+	for k, vs := range h {
+		m[k] = Redact(k, strings.Join(vs, ", "))
+	}
+	return m
+}
+
+// Final is how a command ended, for the last log line or event.
+type Final struct {
+	Outcome  retry.Outcome
+	ExitCode int
+	Attempts int
+	Elapsed  time.Duration
+	// Err is the error that ended the call; nil for ok.
+	Err error
+	// Hint is one more sentence on what to do, or "".
+	Hint string
+}
+
+type doneEvent struct {
+	Event     string `json:"event"`
+	Outcome   string `json:"outcome"`
+	ExitCode  int    `json:"exit_code"`
+	Attempts  int    `json:"attempts"`
+	ElapsedMS int64  `json:"elapsed_ms"`
+	Status    int    `json:"status,omitempty"`
+	Code      string `json:"code,omitempty"`
+	Message   string `json:"message,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+	Error     string `json:"error,omitempty"`
+	Hint      string `json:"hint,omitempty"`
+}
+
+// Done writes the end of a command: in text, the error line (nothing for ok); in JSON, the
+// done event.
+func (l *Logger) Done(f Final) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var fail *retry.Failure
+	var ce retry.CallError
+	if errors.As(f.Err, &ce) {
+		fail = ce.Details()
+	}
+	if l.opts.Format == "json" {
+		e := doneEvent{Event: "done", Outcome: string(f.Outcome), ExitCode: f.ExitCode, Attempts: f.Attempts,
+			ElapsedMS: f.Elapsed.Milliseconds(), Hint: f.Hint}
+		if fail != nil {
+			e.Status, e.Code, e.Message, e.RequestID, e.Error = fail.Status, fail.Code, fail.Message, fail.RequestID, fail.Reason
+		} else if f.Err != nil {
+			e.Error = f.Err.Error()
+		}
+		l.writeJSON(e)
+		return
+	}
+	if f.Err == nil {
+		return
+	}
+	fmt.Fprintln(l.w, l.pal.Red("error:")+" "+ErrorLine(f.Err))
+	if f.Hint != "" {
+		fmt.Fprintln(l.w, "hint: "+f.Hint)
+	}
+}
+
+// ErrorLine describes a final error in one line: the call, the status, the error code and
+// message, the full request id (users send it to support), and why brellium stopped.
+func ErrorLine(err error) string {
+	var ce retry.CallError
+	if !errors.As(err, &ce) {
+		return err.Error()
+	}
+	f := ce.Details()
+	var b strings.Builder
+	b.WriteString(f.Method + " " + f.Path)
+	if f.Status != 0 {
+		fmt.Fprintf(&b, " %d", f.Status)
+	}
+	if f.Code != "" {
+		b.WriteString(" " + f.Code)
+	}
+	if f.Message != "" {
+		b.WriteString(": " + f.Message)
+	}
+	if f.RequestID != "" {
+		b.WriteString(" · request-id " + f.RequestID)
+	}
+	if f.Reason != "" {
+		b.WriteString(" · " + f.Reason)
+	}
+	return b.String()
+}
+
+func (l *Logger) writeJSON(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	_, _ = l.w.Write(append(b, '\n'))
+}
