@@ -177,9 +177,7 @@ a distinct code for each way a call can end.`,
 		SilenceUsage:  true,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &request.UsageError{Msg: err.Error() + " (see 'brellium " + c.Name() + " --help')"}
-	})
+	root.SetFlagErrorFunc(flagError)
 	g.addFlags(root)
 	for _, m := range []string{"GET", "HEAD", "DELETE", "POST", "PUT", "PATCH"} {
 		root.AddCommand(NewCmdMethod(f, g, m, nil))
@@ -189,6 +187,11 @@ a distinct code for each way a call can end.`,
 	root.AddCommand(NewCmdEmulator(f, nil))
 	root.AddCommand(NewCmdVersion(f))
 	return root
+}
+
+// flagError makes a flag parsing error a usage error.
+func flagError(c *cobra.Command, err error) error {
+	return &request.UsageError{Msg: err.Error() + " (see 'brellium " + c.Name() + " --help')"}
 }
 
 func versionLine() string {

@@ -171,6 +171,13 @@ func faultReply(f *Fault) *reply {
 	for k, v := range f.Headers {
 		rep.header.Set(k, v)
 	}
+	if status == http.StatusTooManyRequests {
+		// A refusal says the bucket is empty, and when it refills.
+		rep.header.Set("RateLimit-Remaining", "0")
+		if ra := rep.header.Get("Retry-After"); ra != "" {
+			rep.header.Set("RateLimit-Reset", ra)
+		}
+	}
 	return rep
 }
 

@@ -371,7 +371,9 @@ func (s *Server) handle(r *http.Request) *reply {
 	rep := s.route(r, body)
 	if !rep.bare {
 		for k, v := range limit.header {
-			rep.header[k] = v
+			if _, set := rep.header[k]; !set {
+				rep.header[k] = v
+			}
 		}
 	}
 	return rep
