@@ -53,6 +53,9 @@ func newHarness(t *testing.T, cfg emulator.Config) *harness {
 	t.Helper()
 	c := &clock{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
 	cfg.Now, cfg.Seed = c.Now, 1
+	if cfg.Audits == 0 {
+		cfg.Audits = 100
+	}
 	em := emulator.New(cfg)
 	srv := httptest.NewServer(em)
 	t.Cleanup(srv.Close)

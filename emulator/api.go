@@ -72,12 +72,13 @@ type store struct {
 	byEmail    map[string]*user
 	recipients map[string]*recipient
 	docs       map[string]*document // by external_id
+	byFileName map[string]int
 	seq        int
 }
 
 func newStore(n int, now func() time.Time) *store {
 	st := &store{now: now, audits: map[string]*audit{}, users: map[string]*user{}, byEmail: map[string]*user{},
-		recipients: map[string]*recipient{}, docs: map[string]*document{}}
+		recipients: map[string]*recipient{}, docs: map[string]*document{}, byFileName: map[string]int{}}
 	st.addAudit(SampleAuditID, []string{"Failed", "Missing Signature"})
 	for i := 1; i <= n; i++ {
 		st.addAudit(AuditID(i), []string{})
@@ -358,6 +359,7 @@ func (s *Server) createDocuments(body []byte) *reply {
 			st.docs[d.ExternalID] = doc
 		}
 		s.created("documents")
+		st.byFileName[d.FileName]++
 		out = append(out, *doc)
 	}
 	s.wrote(epDocuments)
@@ -503,4 +505,13 @@ func (s *Server) mint(r *http.Request, body []byte) *reply {
 		rep.header[k] = v
 	}
 	return rep
+}
+
+// CountDocuments returns how many documents were created with a file name: tests use it to
+// prove that a write ran once.
+func (s *Server) CountDocuments(fileName string) int {
+	st := s.data
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.byFileName[fileName]
 }

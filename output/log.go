@@ -74,6 +74,9 @@ func AttemptLine(ev retry.Event) string { return (&Logger{pal: NewPalette(false)
 func (l *Logger) attemptLine(ev retry.Event) string {
 	p := l.pal
 	var b strings.Builder
+	if ev.Line > 0 {
+		fmt.Fprintf(&b, "line %d: ", ev.Line)
+	}
 	b.WriteString(p.Bold(ev.Method) + " " + ev.Path + " ")
 	if r := ev.Response; r != nil {
 		status := strconv.Itoa(r.Status)
@@ -179,6 +182,7 @@ type rateLimitJSON struct {
 
 type attemptEvent struct {
 	Event       string            `json:"event"`
+	Line        int               `json:"line,omitempty"`
 	Method      string            `json:"method"`
 	Path        string            `json:"path"`
 	Attempt     int               `json:"attempt"`
@@ -198,7 +202,7 @@ type attemptEvent struct {
 }
 
 func attemptJSON(ev retry.Event, verbose bool) attemptEvent {
-	e := attemptEvent{Event: "attempt", Method: ev.Method, Path: ev.Path, Attempt: ev.Attempt,
+	e := attemptEvent{Event: "attempt", Line: ev.Line, Method: ev.Method, Path: ev.Path, Attempt: ev.Attempt,
 		Decision: ev.Decision, WaitMS: ev.Wait.Milliseconds(), ElapsedMS: ev.Elapsed.Milliseconds(),
 		Why: ev.Why, WaitSource: ev.WaitSource}
 	if r := ev.Response; r != nil {

@@ -72,6 +72,8 @@ func (StaticToken) Renew(context.Context) error {
 
 // Event is one attempt and the decision taken on it.
 type Event struct {
+	// Line is the batch line of the call, 0 for a single call; the engine leaves it to sinks.
+	Line              int
 	Method, Path, URL string
 	// Attempt is 1 for the first request of the call.
 	Attempt int
@@ -113,6 +115,9 @@ type Result struct {
 	Response *Response
 	Attempts int
 	Elapsed  time.Duration
+	// MayHaveRun says that an attempt may have taken effect on the server, so an unsafe call
+	// that ended without a final answer must not be sent again.
+	MayHaveRun bool
 	// Why says why the call ended as it did.
 	Why string
 }
@@ -128,6 +133,26 @@ type Engine struct {
 	Sink      Sink
 	Auth      Authorizer
 	UserAgent string
+	// Budget, when set, caps the repeats after failures (not 429s) across every call that
+	// shares it.
+	Budget Budget
+	// Gate, when set, is entered before every attempt: a circuit breaker that holds attempts
+	// while the API is failing.
+	Gate Gate
+}
+
+// Budget caps repeats after failures across many calls: a batch's --retry-budget.
+type Budget interface {
+	// Sent counts one request sent.
+	Sent()
+	// AllowRetry takes one repeat from the budget, or reports that none is left.
+	AllowRetry() bool
+}
+
+// Gate is entered before every attempt. Enter may wait; it returns a function to call with
+// whether the attempt failed (a 5xx or no answer).
+type Gate interface {
+	Enter(ctx context.Context) (done func(failed bool), err error)
 }
 
 // Do sends the call until it is done, fails for good, or its caps run out. It returns the
@@ -161,6 +186,7 @@ type call struct {
 	deadline  time.Time
 	attempts  int
 	converged bool
+	ran       bool
 }
 
 func (e *Engine) newCall(spec *request.Spec, p Policy) *call {
@@ -203,7 +229,7 @@ func (c *call) maxRetries() int {
 }
 
 func (c *call) result(resp *Response, why string) *Result {
-	return &Result{Response: resp, Attempts: c.attempts, Elapsed: c.clock.Now().Sub(c.start), Why: why}
+	return &Result{Response: resp, Attempts: c.attempts, Elapsed: c.clock.Now().Sub(c.start), MayHaveRun: c.ran, Why: why}
 }
 
 // fail builds the typed error for outcome o from the last attempt.
@@ -220,7 +246,6 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 		resp    *Response
 		cause   error
 		retries int
-		ran     bool
 		renewed bool
 	)
 	for {
@@ -241,11 +266,27 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 			}
 			return c.result(resp, err.Error()), err
 		}
+		leave := func(bool) {}
+		if c.e.Gate != nil {
+			var err error
+			if leave, err = c.e.Gate.Enter(ctx); err != nil {
+				if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
+					return c.result(resp, "interrupted"), ctx.Err()
+				}
+				why := "circuit breaker: " + err.Error()
+				return c.result(resp, why), c.fail(Exhausted, resp, cause, why)
+			}
+		}
 		c.attempts++
 		var sent bool
 		var reqHeader http.Header
 		resp, sent, reqHeader, cause = c.send(ctx)
+		leave(resp == nil || resp.Status >= 500)
+		if c.e.Budget != nil && (sent || resp != nil) {
+			c.e.Budget.Sent()
+		}
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
+			c.ran = c.ran || sent
 			return c.result(resp, "interrupted"), ctx.Err()
 		}
 		if resp != nil {
@@ -257,8 +298,8 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 			}
 		}
 		canRenew := !renewed && c.e.Auth != nil && c.e.Auth.Renewable()
-		d := Decide(Attempt{Response: resp, Err: cause, Sent: sent, Class: c.class, Ran: ran, CanRenew: canRenew})
-		ran = ran || d.Ran
+		d := Decide(Attempt{Response: resp, Err: cause, Sent: sent, Class: c.class, Ran: c.ran, CanRenew: canRenew})
+		c.ran = c.ran || d.Ran || (d.Verdict == Stop && d.Outcome == OK)
 		ev := Event{Response: resp, Err: cause, Sent: sent, Why: d.Why, RequestHeader: reqHeader}
 
 		switch d.Verdict {
@@ -295,6 +336,12 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 			if c.maxRetries() == 0 {
 				why = d.Why + "; retries are off (--retry 0)"
 			}
+			ev.Decision, ev.Outcome, ev.Why = "stop", Exhausted, why
+			c.emit(ev)
+			return c.result(resp, why), c.fail(Exhausted, resp, cause, why)
+		}
+		if c.e.Budget != nil && (resp == nil || resp.Status != http.StatusTooManyRequests) && !c.e.Budget.AllowRetry() {
+			why := d.Why + "; the retry budget of the batch is spent (--retry-budget)"
 			ev.Decision, ev.Outcome, ev.Why = "stop", Exhausted, why
 			c.emit(ev)
 			return c.result(resp, why), c.fail(Exhausted, resp, cause, why)
