@@ -132,7 +132,7 @@ func newSession(ctx context.Context, f *Factory, g *GlobalOptions, o *RequestOpt
 		return nil, err
 	}
 	s.base = base
-	auth, hint, err := credentials(token, f, o)
+	auth, hint, err := credentials(f, base, token, o, logger)
 	if err != nil {
 		s.close()
 		return nil, err
@@ -159,31 +159,6 @@ func newSession(ctx context.Context, f *Factory, g *GlobalOptions, o *RequestOpt
 		FollowRedirects: o.Location,
 	}
 	return s, nil
-}
-
-// credentials picks the Authorization source: BRELLIUM_ACCESS_TOKEN as is, else the user's own
-// -H Authorization, else an auth error that says what to set.
-func credentials(token string, f *Factory, o *RequestOptions) (retry.Authorizer, string, error) {
-	switch {
-	case token != "":
-		return retry.StaticToken(token), "BRELLIUM_ACCESS_TOKEN was refused: set a valid token, or unset it to mint one from BRELLIUM_CLIENT_ID and BRELLIUM_CLIENT_SECRET", nil
-	case hasHeader(o.Headers, "Authorization"):
-		return nil, "", nil
-	case f.env("BRELLIUM_CLIENT_ID") != "" && f.env("BRELLIUM_CLIENT_SECRET") != "":
-		return nil, "", &retry.AuthError{Failure: retry.Failure{Method: o.Method, Path: o.Target,
-			Reason: "minting a token from BRELLIUM_CLIENT_ID and BRELLIUM_CLIENT_SECRET is not available in this build; set BRELLIUM_ACCESS_TOKEN"}}
-	}
-	return nil, "", &retry.AuthError{Failure: retry.Failure{Method: o.Method, Path: o.Target,
-		Reason: "no credentials: set BRELLIUM_ACCESS_TOKEN, or BRELLIUM_CLIENT_ID and BRELLIUM_CLIENT_SECRET (or try --emulator)"}}
-}
-
-func hasHeader(headers []string, name string) bool {
-	for _, h := range headers {
-		if n, _, ok := strings.Cut(h, ":"); ok && strings.EqualFold(strings.TrimSpace(n), name) {
-			return true
-		}
-	}
-	return false
 }
 
 func newLimiter(g *GlobalOptions, f *Factory) (retry.Limiter, error) {

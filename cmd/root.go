@@ -127,6 +127,8 @@ func Execute(args []string) int {
 // *Interrupted cause ends the command with 130 or 143.
 func Run(ctx context.Context, f *Factory, args []string) int {
 	root := NewCmdRoot(f)
+	started := false
+	root.PersistentPreRun = func(*cobra.Command, []string) { started = true }
 	root.SetArgs(args)
 	root.SetIn(f.IOStreams.In)
 	root.SetOut(f.IOStreams.Out)
@@ -136,9 +138,9 @@ func Run(ctx context.Context, f *Factory, args []string) int {
 	if err != nil && !errors.As(err, &rep) {
 		if intr := interruption(ctx); intr != nil {
 			err = intr
-		} else if ExitCode(err) == 1 {
-			// Commands report their own errors; what is left comes from cobra itself (unknown
-			// command, wrong argument count): usage errors.
+		} else if !started && ExitCode(err) == 1 {
+			// An error before any command ran comes from cobra itself (unknown command or
+			// flag): a usage error.
 			err = &request.UsageError{Msg: err.Error()}
 		}
 		fmt.Fprintln(f.IOStreams.ErrOut, "brellium: "+err.Error())
@@ -185,6 +187,7 @@ a distinct code for each way a call can end.`,
 	root.AddCommand(NewCmdRequest(f, g, nil))
 	root.AddCommand(NewCmdBatch(f, g, nil))
 	root.AddCommand(NewCmdExplain(f, g, nil))
+	root.AddCommand(NewCmdAuth(f, g))
 	root.AddCommand(NewCmdEmulator(f, nil))
 	root.AddCommand(NewCmdVersion(f))
 	return root

@@ -277,10 +277,21 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 				return c.result(resp, why), c.fail(Exhausted, resp, cause, why)
 			}
 		}
+		auth := ""
+		if c.e.Auth != nil {
+			var err error
+			if auth, err = c.e.Auth.Authorization(ctx); err != nil {
+				leave(false)
+				if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
+					return c.result(resp, "interrupted"), ctx.Err()
+				}
+				return c.result(resp, "no credential: "+err.Error()), err
+			}
+		}
 		c.attempts++
 		var sent bool
 		var reqHeader http.Header
-		resp, sent, reqHeader, cause = c.send(ctx)
+		resp, sent, reqHeader, cause = c.send(ctx, auth)
 		leave(resp == nil || resp.Status >= 500)
 		if c.e.Budget != nil && (sent || resp != nil) {
 			c.e.Budget.Sent()
@@ -394,7 +405,7 @@ func (c *call) wait(n int, resp *Response, server bool) waitChoice {
 const maxDrain = 64 << 10
 
 // send makes one attempt. sent reports whether any of the request was written.
-func (c *call) send(ctx context.Context) (resp *Response, sent bool, header http.Header, err error) {
+func (c *call) send(ctx context.Context, auth string) (resp *Response, sent bool, header http.Header, err error) {
 	timeout := c.p.Timeout
 	if !c.deadline.IsZero() {
 		if left := c.left(c.clock.Now()); timeout <= 0 || left < timeout {
@@ -423,14 +434,8 @@ func (c *call) send(ctx context.Context) (resp *Response, sent bool, header http
 	if c.e.UserAgent != "" && req.Header.Get("User-Agent") == "" {
 		req.Header.Set("User-Agent", c.e.UserAgent)
 	}
-	if c.e.Auth != nil && req.Header.Get("Authorization") == "" {
-		v, err := c.e.Auth.Authorization(ctx)
-		if err != nil {
-			return nil, false, req.Header, err
-		}
-		if v != "" {
-			req.Header.Set("Authorization", v)
-		}
+	if auth != "" && req.Header.Get("Authorization") == "" {
+		req.Header.Set("Authorization", auth)
 	}
 	header = req.Header.Clone()
 	client := &http.Client{Transport: c.e.Transport, CheckRedirect: c.checkRedirect}

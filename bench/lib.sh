@@ -1,0 +1,40 @@
+# Shared helpers for the bench scripts: build brellium once, start emulators on loopback ports,
+# read their stats. Source it; it cleans up the emulators it started on exit.
+set -euo pipefail
+BENCH_TMP=$(mktemp -d)
+BENCH_PIDS=()
+cleanup() {
+  for p in "${BENCH_PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+  rm -rf "$BENCH_TMP"
+}
+trap cleanup EXIT
+
+build_brellium() {
+  BRELLIUM="$BENCH_TMP/brellium"
+  (cd "$(dirname "${BASH_SOURCE[0]}")/.." && go build -o "$BRELLIUM" .)
+}
+
+# start_emulator ARGS… : starts `brellium emulator --addr 127.0.0.1:0 ARGS…` and sets EMU_URL.
+start_emulator() {
+  local log="$BENCH_TMP/emulator.$RANDOM.log"
+  "$BRELLIUM" emulator --addr 127.0.0.1:0 "$@" >"$log" 2>&1 &
+  BENCH_PIDS+=($!)
+  for _ in $(seq 1 100); do
+    if grep -q '^listening on ' "$log"; then
+      EMU_URL=$(sed -n 's/^listening on //p' "$log" | head -1)
+      return 0
+    fi
+    sleep 0.05
+  done
+  echo "the emulator did not start:" >&2; cat "$log" >&2; return 1
+}
+
+# stat KEY : a counter from the emulator's /_emulator/stats (requests, rate_limited, …).
+stat() {
+  curl -s "$EMU_URL/_emulator/stats" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"
+}
+
+now() { date +%s.%N; }
+
+# ratio A B : A / B with three decimals.
+ratio() { python3 -c "print(f'{$1/$2:.3f}')"; }
