@@ -4,7 +4,10 @@ go 1.26.0
 
 require (
 	github.com/fatih/color v1.19.0
+	github.com/go-redis/redis_rate/v10 v10.0.1
+	github.com/gofrs/flock v0.13.2
 	github.com/mattn/go-isatty v0.0.24
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/sony/gobreaker/v2 v2.4.0
 	github.com/spf13/cobra v1.10.2
@@ -14,11 +17,12 @@ require (
 )
 
 require (
-	github.com/gofrs/flock v0.13.2 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/term v0.44.0 // indirect
 )

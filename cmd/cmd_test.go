@@ -70,11 +70,22 @@ type result struct {
 
 func (h *harness) runCtx(ctx context.Context, args ...string) result {
 	h.t.Helper()
+	return h.runFull(ctx, append(args, "--limiter", "off"))
+}
+
+// runArgs runs argv as given, without the harness's --limiter off.
+func (h *harness) runArgs(args []string) result {
+	h.t.Helper()
+	return h.runFull(context.Background(), args)
+}
+
+func (h *harness) runFull(ctx context.Context, args []string) result {
+	h.t.Helper()
 	ios, _, out, errOut := output.Test()
 	ios.SetTTY(h.tty, h.tty)
 	f := &Factory{IOStreams: ios, Getenv: func(k string) string { return h.env[k] }, Clock: h.clock,
 		Rand: func() float64 { return 0.5 }}
-	code := Run(ctx, f, append(args, "--limiter", "off"))
+	code := Run(ctx, f, args)
 	return result{code: code, out: out.String(), errOut: errOut.String()}
 }
 

@@ -144,11 +144,17 @@ func newSession(ctx context.Context, f *Factory, g *GlobalOptions, o *RequestOpt
 		}
 	}
 	s.tokenHint = hint
-	limiter, err := newLimiter(g, f)
+	mode := g.Limiter
+	if o.Emulator && mode == "local" {
+		mode = "process" // an in-process emulator's budget lives and dies with this process
+	}
+	limiter, closeLimiter, err := newLimiter(ctx, f, mode, g, base, identity(token, f), logger)
 	if err != nil {
 		s.close()
 		return nil, err
 	}
+	closeEmulator := s.close
+	s.close = func() { closeLimiter(); closeEmulator() }
 	s.engine = &retry.Engine{
 		Transport: f.transport(), Limiter: limiter, Clock: f.Clock, Rand: f.Rand,
 		Sink: logger, Auth: auth, UserAgent: "brellium/" + Version,
@@ -159,16 +165,6 @@ func newSession(ctx context.Context, f *Factory, g *GlobalOptions, o *RequestOpt
 		FollowRedirects: o.Location,
 	}
 	return s, nil
-}
-
-func newLimiter(g *GlobalOptions, f *Factory) (retry.Limiter, error) {
-	switch {
-	case g.Limiter == "off":
-		return retry.Off{}, nil
-	case g.Limiter == "process", g.Limiter == "local":
-		return retry.NewBucket(g.Rate, g.Burst, f.Clock), nil
-	}
-	return nil, request.Usagef("--limiter %s: the Redis limiter is not available in this build; use local, process or off", g.Limiter)
 }
 
 // newIdempotencyKey returns a random UUID v4 for --idempotency-key auto.

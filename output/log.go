@@ -68,6 +68,17 @@ func (l *Logger) Attempt(ev retry.Event) {
 	fmt.Fprintln(l.w, l.attemptLine(ev))
 }
 
+// Warn writes a warning: "warning: …" in text, {"event":"warning","message":…} in JSON.
+func (l *Logger) Warn(msg string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.opts.Format == "json" {
+		l.writeJSON(map[string]string{"event": "warning", "message": msg})
+		return
+	}
+	fmt.Fprintln(l.w, l.pal.Yellow("warning:")+" "+msg)
+}
+
 // AttemptLine formats an attempt as the text log does, without colour.
 func AttemptLine(ev retry.Event) string { return (&Logger{pal: NewPalette(false)}).attemptLine(ev) }
 

@@ -1,0 +1,74 @@
+package cmd
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"github.com/brellium/brellium/output"
+	"github.com/brellium/brellium/request"
+	"github.com/brellium/brellium/retry"
+)
+
+// identity names the credential that a budget belongs to, without the secret: the client id,
+// or a hash of the static token.
+func identity(token string, f *Factory) string {
+	if token != "" {
+		sum := sha256.Sum256([]byte(token))
+		return "token:" + hex.EncodeToString(sum[:8])
+	}
+	if id := strings.TrimSpace(f.env("BRELLIUM_CLIENT_ID")); id != "" {
+		return "client:" + id
+	}
+	return "anonymous"
+}
+
+// budgetKey is the shared budget's name for an origin and identity: a hash, never a token.
+func budgetKey(base *url.URL, ident string) string {
+	sum := sha256.Sum256([]byte(request.Origin(base) + "\x00" + ident))
+	return hex.EncodeToString(sum[:12])
+}
+
+// newLimiter builds the client budget for --limiter mode, and a function that releases it.
+func newLimiter(ctx context.Context, f *Factory, mode string, g *GlobalOptions, base *url.URL, ident string, logger *output.Logger) (retry.Limiter, func(), error) {
+	warn := func(err error) { logger.Warn(err.Error()) }
+	key := budgetKey(base, ident)
+	local := func() (*retry.FileLimiter, error) {
+		dir, err := cacheDir(f)
+		if err != nil {
+			return nil, err
+		}
+		l, err := retry.NewFileLimiter(filepath.Join(dir, "limiter", key+".state"), g.Rate, g.Burst, f.Clock)
+		if err != nil {
+			return nil, request.Usagef("--limiter local: %v (set BRELLIUM_CACHE_DIR, or use --limiter process)", err)
+		}
+		l.OnWarn = warn
+		return l, nil
+	}
+	switch {
+	case mode == "off":
+		return retry.Off{}, func() {}, nil
+	case mode == "process":
+		return retry.NewBucket(g.Rate, g.Burst, f.Clock), func() {}, nil
+	case mode == "local":
+		l, err := local()
+		if err != nil {
+			return nil, nil, err
+		}
+		return l, func() { _ = l.Close() }, nil
+	}
+	r, err := retry.NewRedisLimiter(ctx, mode, key, g.Rate, g.Burst, f.Clock)
+	if err != nil {
+		return nil, nil, request.Usagef("%v", err)
+	}
+	r.OnWarn = warn
+	closeAll := func() { _ = r.Close() }
+	if l, err := local(); err == nil {
+		r.Fallback = l
+		closeAll = func() { _ = r.Close(); _ = l.Close() }
+	}
+	return r, closeAll, nil
+}

@@ -1,0 +1,183 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// FileLimiter is a token bucket whose state lives in a small file, updated under an exclusive
+// file lock (github.com/gofrs/flock), so every process on the machine that uses the same file
+// shares one budget: sequential shell calls and parallel workers alike.
+//
+// A missing file starts full; a damaged one starts empty (the safe side: other processes may
+// have just spent the budget). A lock held by a process that died is released by the kernel; a
+// lock that cannot be had within LockWait (a stopped process holds it) is passed over: the
+// limiter then paces this process alone, with an in-process bucket, and reports it to OnWarn.
+type FileLimiter struct {
+	path     string
+	rate     float64
+	burst    float64
+	clock    Clock
+	lock     *flock.Flock
+	file     *os.File
+	fallback *Bucket
+	// LockWait caps the wait for the lock.
+	LockWait time.Duration
+	// OnWarn, when set, hears about a lock passed over.
+	OnWarn func(error)
+
+	mu sync.Mutex // one process-side user of the file at a time
+}
+
+// stateSize is the fixed size of the state record, so updates never truncate.
+const stateSize = 64
+
+// NewFileLimiter opens (or creates, mode 0600) the state file at path for a bucket of burst
+// tokens refilling at perSecond. A nil clock is the system clock.
+func NewFileLimiter(path string, perSecond float64, burst int, clock Clock) (*FileLimiter, error) {
+	if clock == nil {
+		clock = SystemClock{}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("limiter state folder: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("limiter state: %w", err)
+	}
+	return &FileLimiter{path: path, rate: perSecond, burst: float64(burst), clock: clock,
+		lock: flock.New(path + ".lock"), file: f, fallback: NewBucket(perSecond, burst, clock),
+		LockWait: 2 * time.Second}, nil
+}
+
+// Close releases the state file.
+func (l *FileLimiter) Close() error {
+	_ = l.lock.Close()
+	return l.file.Close()
+}
+
+// state is the bucket: tokens (negative while waiters hold future tokens) at time last.
+type state struct {
+	tokens float64
+	last   time.Time
+}
+
+// update runs fn on the bucket's state under the file lock and writes back what it returns.
+func (l *FileLimiter) update(ctx context.Context, fn func(s state, now time.Time) state) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lctx, cancel := context.WithTimeout(ctx, l.LockWait)
+	defer cancel()
+	ok, err := l.lock.TryLockContext(lctx, time.Millisecond)
+	if !ok || err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("the limiter lock %s.lock was not free within %s", l.path, l.LockWait)
+	}
+	defer l.lock.Unlock()
+	now := l.clock.Now()
+	s := l.read(now)
+	// Refill up to the burst.
+	if el := now.Sub(s.last).Seconds(); el > 0 {
+		s.tokens = math.Min(l.burst, s.tokens+el*l.rate)
+		s.last = now
+	}
+	return l.write(fn(s, now))
+}
+
+func (l *FileLimiter) read(now time.Time) state {
+	buf := make([]byte, stateSize)
+	n, err := l.file.ReadAt(buf, 0)
+	if n == 0 && (err == nil || errors.Is(err, io.EOF)) {
+		return state{tokens: l.burst, last: now} // a new bucket starts full
+	}
+	var tokens float64
+	var nanos int64
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(buf[:n])), "v1 %g %d", &tokens, &nanos); err != nil ||
+		math.IsNaN(tokens) || math.IsInf(tokens, 0) || tokens > l.burst {
+		return state{tokens: 0, last: now} // damaged: start empty
+	}
+	last := time.Unix(0, nanos)
+	if last.After(now) {
+		last = now // a clock that went back
+	}
+	return state{tokens: tokens, last: last}
+}
+
+func (l *FileLimiter) write(s state) error {
+	rec := fmt.Sprintf("v1 %.9g %d", s.tokens, s.last.UnixNano())
+	rec += strings.Repeat(" ", stateSize-1-len(rec)) + "\n"
+	if _, err := l.file.WriteAt([]byte(rec), 0); err != nil {
+		return fmt.Errorf("limiter state: %w", err)
+	}
+	return nil
+}
+
+// Wait takes one token, waiting for it when the shared bucket is empty; a token that comes after
+// ctx's deadline is not taken.
+func (l *FileLimiter) Wait(ctx context.Context) error {
+	var wait time.Duration
+	var budgetErr error
+	err := l.update(ctx, func(s state, now time.Time) state {
+		after := s.tokens - 1
+		if after < 0 {
+			wait = time.Duration(-after / l.rate * float64(time.Second))
+		}
+		if deadline, ok := ctx.Deadline(); ok && wait > 0 && now.Add(wait).After(deadline) {
+			budgetErr = &BudgetWaitError{Wait: wait, Left: max(deadline.Sub(now), 0)}
+			return s
+		}
+		s.tokens = after
+		return s
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if l.OnWarn != nil {
+			l.OnWarn(err)
+		}
+		return l.fallback.Wait(ctx)
+	}
+	if budgetErr != nil {
+		return budgetErr
+	}
+	if wait > 0 {
+		return l.clock.Sleep(ctx, wait)
+	}
+	return nil
+}
+
+// Observe lowers the shared bucket to remaining tokens when it holds more.
+func (l *FileLimiter) Observe(remaining int) {
+	_ = l.update(context.Background(), func(s state, _ time.Time) state {
+		s.tokens = math.Min(s.tokens, float64(remaining))
+		return s
+	})
+}
+
+// Drain empties the shared bucket.
+func (l *FileLimiter) Drain() {
+	_ = l.update(context.Background(), func(s state, _ time.Time) state {
+		s.tokens = math.Min(s.tokens, 0)
+		return s
+	})
+}
+
+// Tokens returns the tokens in the shared bucket now.
+func (l *FileLimiter) Tokens() float64 {
+	var t float64
+	_ = l.update(context.Background(), func(s state, _ time.Time) state { t = s.tokens; return s })
+	return t
+}
