@@ -179,6 +179,8 @@ a distinct code for each way a call can end.`,
 		SilenceUsage:  true,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
+	// --version without a shorthand: -v is --verbose on the request commands.
+	root.Flags().Bool("version", false, "print the version on one line")
 	root.SetFlagErrorFunc(flagError)
 	g.addFlags(root)
 	for _, m := range []string{"GET", "HEAD", "DELETE", "POST", "PUT", "PATCH"} {
@@ -195,7 +197,7 @@ a distinct code for each way a call can end.`,
 
 // flagError makes a flag parsing error a usage error.
 func flagError(c *cobra.Command, err error) error {
-	return &request.UsageError{Msg: err.Error() + " (see 'brellium " + c.Name() + " --help')"}
+	return &request.UsageError{Msg: err.Error() + " (see '" + c.CommandPath() + " --help')"}
 }
 
 func versionLine() string {
