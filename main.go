@@ -1,3 +1,5 @@
+//go:generate go run ./internal/gendocs
+
 // Command brellium is a curl-like client for the Brellium API and rate-limited JSON APIs.
 package main
 

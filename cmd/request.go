@@ -42,10 +42,11 @@ func NewCmdMethod(f *Factory, g *GlobalOptions, method string, runF func(*Reques
 	o.Method = method
 	help := methodHelp[method]
 	c := &cobra.Command{
-		Use:     strings.ToLower(method) + " PATH",
-		Short:   help.short,
-		Example: help.example,
-		Args:    exactArgs(1, "one PATH, such as /v2/audits/ID"),
+		Use:               strings.ToLower(method) + " PATH",
+		Short:             help.short,
+		Example:           help.example,
+		Args:              exactArgs(1, "one PATH, such as /v2/audits/ID"),
+		ValidArgsFunction: pathCompletion(method),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Target = args[0]
 			if err := o.check(c); err != nil {
@@ -73,9 +74,12 @@ func NewCmdRequest(f *Factory, g *GlobalOptions, runF func(*RequestOptions) erro
 		Example: `  brellium request OPTIONS /v2/audits
   brellium request POST /v2/audits/batch_update -d @updates.json`,
 		Args: exactArgs(2, "METHOD and PATH"),
-		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-			if len(args) == 0 {
+		ValidArgsFunction: func(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			switch len(args) {
+			case 0:
 				return []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}, cobra.ShellCompDirectiveNoFileComp
+			case 1:
+				return pathCompletion(strings.ToUpper(args[0]))(nil, nil, toComplete)
 			}
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		},

@@ -233,3 +233,33 @@ func pickEmailRecipient(list, body []byte) ([]byte, bool) {
 	}
 	return nil, false
 }
+
+// readPaths are the API's GET paths, for shell completion.
+var readPaths = []string{"/v2/audits?limit=", "/v2/audits/", "/v2/email_recipients?email="}
+
+// PathTemplates returns the known API paths for a method (all methods for ""), with each {id}
+// cut off so that the user types it: "/v2/audits/", "/v2/users".
+func PathTemplates(method string) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(p string) {
+		if i := strings.Index(p, "{"); i >= 0 {
+			p = p[:i]
+		}
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	if method == "" || method == http.MethodGet || method == http.MethodHead {
+		for _, p := range readPaths {
+			add(p)
+		}
+	}
+	for _, r := range Endpoints {
+		if method == "" || r.method == method {
+			add("/" + strings.Join(r.pattern, "/"))
+		}
+	}
+	return out
+}
