@@ -251,13 +251,26 @@ func runRequest(ctx context.Context, f *Factory, g *GlobalOptions, o *RequestOpt
 		out, toTerminal = file, false
 	}
 
-	res, callErr := sess.engine.Do(ctx, spec, sess.policy)
-	if res != nil && res.Response != nil {
-		if werr := writeResponse(out, res.Response, o, toTerminal, ios.ColorEnabled()); werr != nil && !errors.Is(werr, syscall.EPIPE) {
-			if callErr == nil {
-				callErr = fmt.Errorf("writing the response: %w", werr)
+	policy := sess.policy
+	streamed := false
+	// A body too large to keep goes out as it arrives, after the head for -i.
+	policy.Stream = func(r *retry.Response) (io.Writer, error) {
+		streamed = true
+		if o.Include {
+			if err := output.WriteHead(out, r); err != nil {
+				return nil, err
 			}
 		}
+		return out, nil
+	}
+	res, callErr := sess.engine.Do(ctx, spec, policy)
+	if res != nil && res.Response != nil && !streamed {
+		if werr := writeResponse(out, res.Response, o, toTerminal, ios.ColorEnabled()); werr != nil && callErr == nil {
+			callErr = &retry.StreamWriteError{Err: werr}
+		}
+	}
+	if errors.Is(callErr, syscall.EPIPE) {
+		callErr = nil // a closed pipe on stdout is the reader's choice, not an error
 	}
 	return finish(res, callErr)
 }

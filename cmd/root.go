@@ -50,9 +50,7 @@ func (f *Factory) transport() http.RoundTripper {
 	if f.Transport != nil {
 		return f.Transport
 	}
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = 64
-	return t
+	return retry.NewTransport()
 }
 
 // reportedError is an error that the command has already shown on stderr.

@@ -490,6 +490,8 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 		}
 		s.Script(faults...)
 		w.WriteHeader(http.StatusNoContent)
+	case r.URL.Path == "/_emulator/blob" && r.Method == http.MethodGet:
+		s.blob(w, r)
 	case r.URL.Path == "/_emulator/faults" && r.Method == http.MethodDelete:
 		s.mu.Lock()
 		s.faults = nil
@@ -497,7 +499,7 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	default:
 		w.WriteHeader(http.StatusNotFound)
-		_ = json.NewEncoder(w).Encode(map[string]string{"error": "unknown emulator endpoint: GET /_emulator/stats, POST or DELETE /_emulator/faults"})
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": "unknown emulator endpoint: GET /_emulator/stats, GET /_emulator/blob?bytes=N, POST or DELETE /_emulator/faults"})
 	}
 }
 
@@ -532,3 +534,30 @@ func (r *Running) Close(ctx context.Context) error {
 
 // dropConn closes the connection without an answer.
 func dropConn() *reply { return &reply{drop: true, bare: true} }
+
+// blob streams a JSON document of about ?bytes=N bytes, {"data":"aaaa…"}, for tests and
+// benchmarks of large bodies. It needs no token and spends nothing.
+func (s *Server) blob(w http.ResponseWriter, r *http.Request) {
+	n, err := strconv.ParseInt(r.URL.Query().Get("bytes"), 10, 64)
+	if err != nil || n < 12 || n > 1<<40 {
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": "want ?bytes=N, 12 ≤ N"})
+		return
+	}
+	w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+	w.WriteHeader(http.StatusOK)
+	chunk := make([]byte, 64<<10)
+	for i := range chunk {
+		chunk[i] = 'a'
+	}
+	_, _ = io.WriteString(w, `{"data":"`)
+	left := n - 11
+	for left > 0 {
+		k := min(left, int64(len(chunk)))
+		if _, err := w.Write(chunk[:k]); err != nil {
+			return
+		}
+		left -= k
+	}
+	_, _ = io.WriteString(w, `"}`)
+}

@@ -32,6 +32,10 @@ type Policy struct {
 	BackoffBase, BackoffCap time.Duration
 	// FollowRedirects follows 3xx answers (-L); a redirect to another origin drops Authorization.
 	FollowRedirects bool
+	// Stream, when set, takes a 2xx body larger than StreamAfter as it arrives: it is called with
+	// the answer (status and headers) and returns where the body goes. Such a body is not kept,
+	// and when it is cut short the call is not repeated (the output already holds part of it).
+	Stream func(r *Response) (io.Writer, error)
 }
 
 // DefaultPolicy returns the contract's defaults: 4 retries, 60 s in all, 30 s an attempt,
@@ -293,6 +297,11 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 		var reqHeader http.Header
 		resp, sent, reqHeader, cause = c.send(ctx, auth)
 		leave(resp == nil || resp.Status >= 500)
+		var swe *StreamWriteError
+		if errors.As(cause, &swe) {
+			c.ran = true
+			return c.result(resp, swe.Error()), swe
+		}
 		if c.e.Budget != nil && (sent || resp != nil) {
 			c.e.Budget.Sent()
 		}
@@ -307,6 +316,12 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 			if resp.Status == http.StatusTooManyRequests {
 				c.limiter.Drain()
 			}
+		}
+		if resp != nil && resp.StreamErr != nil {
+			c.ran = true
+			why := fmt.Sprintf("the %d body was cut short after %d bytes had been written out (%v): not repeated", resp.Status, resp.Streamed, resp.StreamErr)
+			c.emit(Event{Response: resp, Sent: true, Decision: "stop", Outcome: Exhausted, Why: why, RequestHeader: reqHeader})
+			return c.result(resp, why), c.fail(Exhausted, resp, resp.StreamErr, why)
 		}
 		canRenew := !renewed && c.e.Auth != nil && c.e.Auth.Renewable()
 		d := Decide(Attempt{Response: resp, Err: cause, Sent: sent, Class: c.class, Ran: c.ran, CanRenew: canRenew})
@@ -404,7 +419,23 @@ func (c *call) wait(n int, resp *Response, server bool) waitChoice {
 // maxDrain bounds how much of an unread body is read so the connection can be reused.
 const maxDrain = 64 << 10
 
-// send makes one attempt. sent reports whether any of the request was written.
+// Body limits: an error body is kept up to MaxErrorBody bytes; a 2xx body is kept in memory up
+// to StreamAfter bytes and, when the policy has a Stream, streamed past that.
+const (
+	MaxErrorBody = 4 << 20
+	StreamAfter  = 8 << 20
+)
+
+// StreamWriteError is a failure to write a streamed body out (a closed pipe, a full disk).
+type StreamWriteError struct{ Err error }
+
+func (e *StreamWriteError) Error() string { return "writing the response body: " + e.Err.Error() }
+
+// Unwrap returns the write error.
+func (e *StreamWriteError) Unwrap() error { return e.Err }
+
+// send makes one attempt. sent reports whether any of the request may have reached the server:
+// with a transport from NewTransport, whether any byte of it was written to the connection.
 func (c *call) send(ctx context.Context, auth string) (resp *Response, sent bool, header http.Header, err error) {
 	timeout := c.p.Timeout
 	if !c.deadline.IsZero() {
@@ -418,9 +449,8 @@ func (c *call) send(ctx context.Context, auth string) (resp *Response, sent bool
 		actx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	var wrote atomic.Bool
-	trace := &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(actx, trace), c.spec.Method, c.spec.URL.String(), c.spec.NewBody())
+	var w written
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(actx, w.trace()), c.spec.Method, c.spec.URL.String(), c.spec.NewBody())
 	if err != nil {
 		return nil, false, nil, err
 	}
@@ -441,19 +471,93 @@ func (c *call) send(ctx context.Context, auth string) (resp *Response, sent bool
 	client := &http.Client{Transport: c.e.Transport, CheckRedirect: c.checkRedirect}
 	hr, err := client.Do(req)
 	if err != nil {
-		return nil, wrote.Load(), header, describeTransportError(err, actx, timeout)
+		return nil, w.sent(), header, describeTransportError(err, actx, timeout)
 	}
 	defer hr.Body.Close()
-	var body []byte
-	if c.spec.Method != http.MethodHead {
-		body, err = io.ReadAll(hr.Body)
-		if err != nil {
-			return nil, true, header, fmt.Errorf("%d answer cut short: %w", hr.StatusCode, describeTransportError(err, actx, timeout))
-		}
-	} else {
+	r := NewResponse(hr.StatusCode, hr.Status, hr.Proto, hr.Header, nil)
+	if c.spec.Method == http.MethodHead {
 		_, _ = io.CopyN(io.Discard, hr.Body, maxDrain)
+		return r, true, header, nil
 	}
-	return NewResponse(hr.StatusCode, hr.Status, hr.Proto, hr.Header, body), true, header, nil
+	limit := int64(MaxErrorBody)
+	if hr.StatusCode >= 200 && hr.StatusCode < 300 {
+		limit = StreamAfter
+	}
+	body, err := io.ReadAll(io.LimitReader(hr.Body, limit+1))
+	if err != nil {
+		return nil, true, header, fmt.Errorf("%d answer cut short: %w", hr.StatusCode, describeTransportError(err, actx, timeout))
+	}
+	if int64(len(body)) <= limit {
+		return NewResponse(hr.StatusCode, hr.Status, hr.Proto, hr.Header, body), true, header, nil
+	}
+	if limit == MaxErrorBody || c.p.Stream == nil {
+		// Too large to keep: keep the first part, drop the rest.
+		r = NewResponse(hr.StatusCode, hr.Status, hr.Proto, hr.Header, body[:limit])
+		r.Truncated = true
+		_, _ = io.CopyN(io.Discard, hr.Body, maxDrain)
+		return r, true, header, nil
+	}
+	// A large 2xx body: stream it out as it arrives.
+	out, err := c.p.Stream(r)
+	if err != nil {
+		return r, true, header, &StreamWriteError{Err: err}
+	}
+	n, werr := out.Write(body)
+	r.Streamed = int64(n)
+	if werr != nil {
+		return r, true, header, &StreamWriteError{Err: werr}
+	}
+	m, err := io.Copy(writerOnly{out, &werr}, hr.Body)
+	r.Streamed += m
+	switch {
+	case werr != nil:
+		return r, true, header, &StreamWriteError{Err: werr}
+	case err != nil:
+		r.StreamErr = describeTransportError(err, actx, timeout)
+	}
+	return r, true, header, nil
+}
+
+// writerOnly records the writer's own error, to tell it from the body's read error in io.Copy.
+type writerOnly struct {
+	w   io.Writer
+	err *error
+}
+
+func (w writerOnly) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	if err != nil {
+		*w.err = err
+	}
+	return n, err
+}
+
+// written tracks whether an attempt put any byte of its request on the connection.
+type written struct {
+	headers atomic.Bool
+	conn    atomic.Pointer[countingConn]
+	start   atomic.Int64
+}
+
+func (w *written) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			if cc := countingOf(info.Conn); cc != nil {
+				w.start.Store(cc.BytesWritten())
+				w.conn.Store(cc)
+			}
+		},
+		WroteHeaders: func() { w.headers.Store(true) },
+	}
+}
+
+// sent: with a counting connection, whether bytes were written since the attempt got it;
+// otherwise, whether the transport reported writing the headers.
+func (w *written) sent() bool {
+	if cc := w.conn.Load(); cc != nil {
+		return cc.BytesWritten() > w.start.Load()
+	}
+	return w.headers.Load()
 }
 
 func (c *call) checkRedirect(req *http.Request, via []*http.Request) error {

@@ -86,6 +86,12 @@ type Response struct {
 	RateLimit RateLimit
 	// JSON says that the body is JSON with a JSON content type.
 	JSON bool
+	// Truncated says that Body holds only the first part of a body too large to keep.
+	Truncated bool
+	// Streamed is how many body bytes went to the policy's Stream instead of Body.
+	Streamed int64
+	// StreamErr is why a streamed body ended early, after Streamed bytes.
+	StreamErr error
 }
 
 // NewResponse parses the parts of an answer that the retry policy reads.
