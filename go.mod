@@ -2,6 +2,8 @@ module github.com/brellium/brellium
 
 go 1.26.0
 
+toolchain go1.26.10
+
 require (
 	github.com/fatih/color v1.19.0
 	github.com/go-redis/redis_rate/v10 v10.0.1

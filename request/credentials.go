@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -165,15 +165,13 @@ func (c *ClientCredentials) read(path string) *cachedToken {
 }
 
 // privateFile reports whether path is a regular file of this user that no one else can read.
+// (On Windows, where modes and owners do not map, only the regular-file check applies.)
 func privateFile(path string) bool {
 	fi, err := os.Lstat(path)
-	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 != 0 {
+	if err != nil || !fi.Mode().IsRegular() || (runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0) {
 		return false
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return false
-	}
-	return true
+	return ownedByMe(fi)
 }
 
 // ensureDir makes a private folder (0700) inside the cache folder, the cache folder too when it
