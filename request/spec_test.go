@@ -169,3 +169,39 @@ func FuzzParseHeader(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseLine(f *testing.F) {
+	for _, s := range []string{
+		"GET /v2/audits/a", `POST /v2/users {"email":"a@b.c"}`, `{"path":"/v2/x","method":"patch","body":{"a":1},"headers":{"X":"y"},"id":3}`,
+		"", "# comment", "{", `{"path":1}`, `{"id":{},"path":"/x"}`, "GET", "  GET   /x   {}  ", `{"path":"/x"} {}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		l, skip := ParseLine(7, text)
+		if skip {
+			return
+		}
+		if l.N != 7 {
+			t.Fatalf("line number %d", l.N)
+		}
+		if l.Err == nil && (l.Path == "" || l.Method == "") {
+			t.Fatalf("ParseLine(%q) accepted a line with no path or method: %+v", text, l)
+		}
+		if l.Err != nil && !strings.HasPrefix(l.Err.Error(), "line 7: ") {
+			t.Fatalf("error does not name the line: %v", l.Err)
+		}
+	})
+}
+
+func FuzzParseDuration(f *testing.F) {
+	for _, s := range []string{"60", "1m30s", "0", "1.5", "-1", "500ms", "", "abc", "1e400", "NaN", "Inf", "9223372036"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDuration(s)
+		if err == nil && d < 0 {
+			t.Fatalf("ParseDuration(%q) = %v: negative", s, d)
+		}
+	})
+}
