@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -212,5 +213,55 @@ func TestConcurrentProcessesMintOnce(t *testing.T) {
 	}
 	if m := em.Stats().Mints; m != 1 {
 		t.Fatalf("ten concurrent processes minted %d times, want 1", m)
+	}
+}
+
+// TestSecretsNeverPrinted sweeps the output paths (success, API errors, auth errors, retries,
+// -v, -i, JSON log, batch, explain, auth status) for the static token, the client secret and
+// the minted token.
+func TestSecretsNeverPrinted(t *testing.T) {
+	sample := "/v2/audits/" + emulator.SampleAuditID
+	runs := [][]string{
+		{"get", sample, "-v", "-i"},
+		{"get", sample, "-v", "--log-format", "json"},
+		{"get", "/v2/audits/missing", "-v"},
+		{"post", "/v2/users", "-d", `{"email":"x@example.com"}`, "-v"},
+		{"delete", "/v2/users/nope", "-v", "--log-format", "json"},
+		{"batch", "-", "-v"},
+		{"explain", "GET", sample},
+		{"auth", "status"},
+		{"version"},
+	}
+	for _, creds := range []string{"static", "client"} {
+		var h *harness
+		if creds == "static" {
+			h = newHarness(t, emulator.Config{})
+			h.env["BRELLIUM_ACCESS_TOKEN"] = "tok-SECRET-static"
+		} else {
+			h = newAuthHarness(t, emulator.Config{})
+			h.env["BRELLIUM_CLIENT_SECRET"] = "s3cret"
+		}
+		h.em.Script(emulator.Fault{Path: "/v2/users", Status: 503, Execute: true},
+			emulator.Fault{Path: sample, Status: 401, Code: "TOKEN_EXPIRED"})
+		var outputs []string
+		for _, args := range runs {
+			r := h.run(args...)
+			outputs = append(outputs, fmt.Sprintf("%v:\n%s%s", args, r.out, r.errOut))
+		}
+		secrets := []string{"tok-SECRET-static", `"s3cret"`, "secret=s3cret"}
+		if b, err := os.ReadFile(h.tokenPath()); err == nil {
+			var tok struct {
+				AccessToken string `json:"access_token"`
+			}
+			_ = json.Unmarshal(b, &tok)
+			secrets = append(secrets, tok.AccessToken)
+		}
+		for _, out := range outputs {
+			for _, secret := range secrets {
+				if strings.Contains(out, secret) {
+					t.Fatalf("%s: a secret %q was printed by %s", creds, secret, out)
+				}
+			}
+		}
 	}
 }

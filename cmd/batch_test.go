@@ -16,6 +16,7 @@ import (
 
 	"github.com/brellium/brellium/emulator"
 	"github.com/spf13/cobra"
+	"go.uber.org/goleak"
 
 	"github.com/brellium/brellium/output"
 	"github.com/brellium/brellium/request"
@@ -424,6 +425,15 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if binPath != "" {
 		_ = os.RemoveAll(filepath.Dir(binPath))
+	}
+	if code == 0 {
+		// No goroutine may outlive the tests (the clients of httptest servers aside, which the
+		// tests do not own).
+		if err := goleak.Find(goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop")); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
 	}
 	os.Exit(code)
 }

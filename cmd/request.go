@@ -157,10 +157,17 @@ func newSession(ctx context.Context, f *Factory, g *GlobalOptions, o *RequestOpt
 		s.close()
 		return nil, err
 	}
+	transport := f.transport()
 	closeEmulator := s.close
-	s.close = func() { closeLimiter(); closeEmulator() }
+	s.close = func() {
+		if t, ok := transport.(interface{ CloseIdleConnections() }); ok {
+			t.CloseIdleConnections()
+		}
+		closeLimiter()
+		closeEmulator()
+	}
 	s.engine = &retry.Engine{
-		Transport: f.transport(), Limiter: limiter, Clock: f.Clock, Rand: f.Rand,
+		Transport: transport, Limiter: limiter, Clock: f.Clock, Rand: f.Rand,
 		Sink: logger, Auth: auth, UserAgent: "brellium/" + Version,
 	}
 	s.policy = retry.Policy{
