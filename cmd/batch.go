@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -467,7 +468,7 @@ func (b *batchRun) send(job *batchJob) *batchResult {
 		r.Attempts, r.ElapsedMS = res.Attempts, res.Elapsed.Milliseconds()
 		if resp := res.Response; resp != nil {
 			r.Status, r.RequestID = resp.Status, resp.RequestID
-			r.Body = bodyJSON(resp.Body)
+			r.Body = bodyJSON(resp.Body, resp.JSON)
 		}
 	}
 	if errors.Is(err, context.Canceled) {
@@ -508,22 +509,86 @@ func (b *batchRun) end(r *batchResult, record bool) {
 	}
 }
 
-// bodyJSON embeds a JSON body as is and any other body as a JSON string.
-func bodyJSON(body []byte) json.RawMessage {
+// bodyJSON embeds a JSON body (compacted onto one line) and any other body as a JSON string.
+// known says that the body was already found to be valid JSON.
+func bodyJSON(body []byte, known bool) json.RawMessage {
 	if len(body) == 0 {
 		return nil
 	}
-	if json.Valid(body) {
-		return json.RawMessage(body)
+	if known || json.Valid(body) {
+		if bytes.IndexByte(body, '\n') < 0 && bytes.IndexByte(body, '\r') < 0 {
+			return json.RawMessage(body)
+		}
+		var b bytes.Buffer
+		if json.Compact(&b, body) == nil {
+			return b.Bytes()
+		}
 	}
 	s, _ := json.Marshal(string(body))
 	return s
+}
+
+// appendJSON appends the result as one JSON object, the body embedded as it is (bodyJSON made
+// it one valid line): the batch's hot path, written by hand to skip encoding/json's reflection
+// and the re-validation of the body.
+func (r *batchResult) appendJSON(b []byte) []byte {
+	b = append(b, `{"line":`...)
+	b = strconv.AppendInt(b, int64(r.Line), 10)
+	b = appendField(b, "id", r.ID)
+	b = appendField(b, "method", r.Method)
+	b = appendField(b, "path", r.Path)
+	if r.Status != 0 {
+		b = append(b, `,"status":`...)
+		b = strconv.AppendInt(b, int64(r.Status), 10)
+	}
+	b = append(b, `,"outcome":`...)
+	b = appendString(b, r.Outcome)
+	b = append(b, `,"attempts":`...)
+	b = strconv.AppendInt(b, int64(r.Attempts), 10)
+	b = appendField(b, "request_id", r.RequestID)
+	b = append(b, `,"elapsed_ms":`...)
+	b = strconv.AppendInt(b, r.ElapsedMS, 10)
+	if len(r.Body) > 0 {
+		b = append(b, `,"body":`...)
+		b = append(b, r.Body...)
+	}
+	if r.Error != nil {
+		e, _ := json.Marshal(r.Error)
+		b = append(b, `,"error":`...)
+		b = append(b, e...)
+	}
+	return append(b, '}')
+}
+
+// appendField appends ,"name":"value" when value is not empty.
+func appendField(b []byte, name, value string) []byte {
+	if value == "" {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return appendString(b, value)
+}
+
+// appendString appends s as a JSON string.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // write is the single writer: it journals each group of results, syncs, then writes their lines.
 func (b *batchRun) write(out io.Writer, results <-chan *batchResult, progress *output.Progress) error {
 	w := bufio.NewWriterSize(out, 64<<10)
 	var werr error
+	var line []byte
 	group := make([]*batchResult, 0, 256)
 	for r := range results {
 		group = append(group[:0], r)
@@ -545,9 +610,9 @@ func (b *batchRun) write(out io.Writer, results <-chan *batchResult, progress *o
 			}
 		}
 		for _, r := range group {
-			line, _ := json.Marshal(r)
+			line = append(r.appendJSON(line[:0]), '\n')
 			if werr == nil {
-				if _, err := w.Write(append(line, '\n')); err != nil {
+				if _, err := w.Write(line); err != nil {
 					werr = err
 				}
 			}
