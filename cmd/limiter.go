@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -56,7 +57,9 @@ func newLimiter(ctx context.Context, f *Factory, mode string, g *GlobalOptions, 
 	case mode == "local":
 		l, err := local()
 		if err != nil {
-			return nil, nil, err
+			// Pacing this process alone is better than refusing to run.
+			warn(fmt.Errorf("%v: pacing this process alone", err))
+			return retry.NewBucket(g.Rate, g.Burst, f.Clock), func() {}, nil
 		}
 		return l, func() { _ = l.Close() }, nil
 	}

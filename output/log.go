@@ -317,6 +317,9 @@ func ErrorLine(err error) string {
 	if f.Message != "" {
 		b.WriteString(": " + f.Message)
 	}
+	if f.Status == 0 && f.Cause != nil && !strings.Contains(f.Reason, f.Cause.Error()) {
+		b.WriteString(": " + f.Cause.Error())
+	}
 	if f.RequestID != "" {
 		b.WriteString(" · request-id " + f.RequestID)
 	}
