@@ -225,7 +225,7 @@ func runRequest(ctx context.Context, f *Factory, g *GlobalOptions, o *RequestOpt
 		if res != nil {
 			final.Attempts = res.Attempts
 		}
-		final.Hint = hintFor(final.Outcome)
+		final.Hint = hintFor(final.Outcome, err)
 		var ae *retry.AuthError
 		if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized && sess != nil {
 			final.Hint = sess.tokenHint
@@ -295,13 +295,17 @@ func writeResponse(w io.Writer, r *retry.Response, o *RequestOptions, terminal, 
 }
 
 // hintFor says what to do next after an outcome, or "".
-func hintFor(o retry.Outcome) string {
+func hintFor(o retry.Outcome, err error) string {
 	switch o {
 	case retry.Blocked:
 		return "the client is blocked: stop sending, check the request, then lower concurrency; retrying keeps the block in place"
 	case retry.UnknownOutcome:
 		return "check whether the write ran before sending it again; if a repeat is harmless, mark it --idempotent or send --idempotency-key"
 	case retry.Exhausted:
+		var ce retry.CallError
+		if errors.As(err, &ce) && ce.Details().Status == 0 && ce.Details().Cause != nil {
+			return "no answer came: check that the server is up and --base-url is right"
+		}
 		return "raise --retry or --max-time, or lower the request rate"
 	}
 	return ""

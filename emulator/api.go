@@ -34,6 +34,17 @@ type audit struct {
 	DisplayInfo []map[string]string `json:"display_info"`
 	People      []map[string]string `json:"people"`
 	Responses   []map[string]string `json:"responses"`
+	// encoded caches the JSON answer until the audit changes.
+	encoded []byte
+}
+
+// reply answers with the audit, encoding it only after a change.
+func (a *audit) reply() *reply {
+	if a.encoded == nil {
+		b, _ := json.Marshal(a)
+		a.encoded = append(b, '\n')
+	}
+	return &reply{status: http.StatusOK, header: http.Header{"Content-Type": {"application/json"}}, body: a.encoded}
 }
 
 type user struct {
@@ -228,7 +239,7 @@ func (s *Server) getAudit(id string) *reply {
 	if !ok {
 		return apiError(http.StatusNotFound, "AUDIT_NOT_FOUND", "No audit with id "+id)
 	}
-	return newReply(http.StatusOK, a)
+	return a.reply()
 }
 
 func (s *Server) listAudits(r *http.Request) *reply {
@@ -286,9 +297,9 @@ func (s *Server) patchAudit(id string, body []byte) *reply {
 	if !ok {
 		return apiError(http.StatusNotFound, "AUDIT_NOT_FOUND", "No audit with id "+id)
 	}
-	a.Flags = in.Flags
+	a.Flags, a.encoded = in.Flags, nil
 	s.wrote(epPatchAudit)
-	return newReply(http.StatusOK, a)
+	return a.reply()
 }
 
 func (s *Server) batchUpdate(body []byte) *reply {
@@ -318,7 +329,7 @@ func (s *Server) batchUpdate(body []byte) *reply {
 	out := make([]*audit, 0, len(in.Audits))
 	for _, u := range in.Audits {
 		a := st.audits[u.AuditID]
-		a.Flags = u.Flags
+		a.Flags, a.encoded = u.Flags, nil
 		out = append(out, a)
 	}
 	s.wrote(epBatchUpdate)

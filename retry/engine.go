@@ -474,10 +474,9 @@ func (c *call) send(ctx context.Context, auth string) (resp *Response, sent bool
 		return nil, w.sent(), header, describeTransportError(err, actx, timeout)
 	}
 	defer hr.Body.Close()
-	r := NewResponse(hr.StatusCode, hr.Status, hr.Proto, hr.Header, nil)
 	if c.spec.Method == http.MethodHead {
 		_, _ = io.CopyN(io.Discard, hr.Body, maxDrain)
-		return r, true, header, nil
+		return NewResponse(hr.StatusCode, hr.Status, hr.Proto, hr.Header, nil), true, header, nil
 	}
 	limit := int64(MaxErrorBody)
 	if hr.StatusCode >= 200 && hr.StatusCode < 300 {
@@ -492,12 +491,13 @@ func (c *call) send(ctx context.Context, auth string) (resp *Response, sent bool
 	}
 	if limit == MaxErrorBody || c.p.Stream == nil {
 		// Too large to keep: keep the first part, drop the rest.
-		r = NewResponse(hr.StatusCode, hr.Status, hr.Proto, hr.Header, body[:limit])
+		r := NewResponse(hr.StatusCode, hr.Status, hr.Proto, hr.Header, body[:limit])
 		r.Truncated = true
 		_, _ = io.CopyN(io.Discard, hr.Body, maxDrain)
 		return r, true, header, nil
 	}
 	// A large 2xx body: stream it out as it arrives.
+	r := NewResponse(hr.StatusCode, hr.Status, hr.Proto, hr.Header, nil)
 	out, err := c.p.Stream(r)
 	if err != nil {
 		return r, true, header, &StreamWriteError{Err: err}
