@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -202,5 +201,3 @@ func plural(n int) string {
 	}
 	return "s"
 }
-
-func fmtDuration(d durationValue) string { return fmt.Sprint(time.Duration(d)) }

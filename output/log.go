@@ -25,14 +25,6 @@ type LogOptions struct {
 	Verbose bool
 }
 
-// ValidFormat checks a --log-format value.
-func ValidFormat(f string) error {
-	if f != "text" && f != "json" {
-		return fmt.Errorf("invalid --log-format %q: want text or json", f)
-	}
-	return nil
-}
-
 // Logger writes the attempt events and the final outcome to stderr. It is a retry.Sink and is
 // safe for concurrent use. Response bodies never go into it.
 type Logger struct {
@@ -78,9 +70,6 @@ func (l *Logger) Warn(msg string) {
 	}
 	fmt.Fprintln(l.w, l.pal.Yellow("warning:")+" "+msg)
 }
-
-// AttemptLine formats an attempt as the text log does, without colour.
-func AttemptLine(ev retry.Event) string { return (&Logger{pal: NewPalette(false)}).attemptLine(ev) }
 
 func (l *Logger) attemptLine(ev retry.Event) string {
 	p := l.pal

@@ -40,13 +40,6 @@ func (b *RetryBudget) AllowRetry() bool {
 	return true
 }
 
-// Used returns the requests sent and the repeats taken.
-func (b *RetryBudget) Used() (sent, retries int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.sent, b.retries
-}
-
 var errAttemptFailed = errors.New("attempt failed")
 
 // Breaker is a circuit breaker shared by every worker of a batch: after Failures consecutive
@@ -57,9 +50,6 @@ type Breaker struct {
 	cb       *gobreaker.TwoStepCircuitBreaker[struct{}]
 	clock    Clock
 	cooldown time.Duration
-
-	mu    sync.Mutex
-	trips int
 }
 
 // NewBreaker returns a closed breaker. A nil clock is the system clock; gobreaker keeps its own
@@ -74,22 +64,8 @@ func NewBreaker(failures int, cooldown time.Duration, clock Clock) *Breaker {
 		MaxRequests: 1,
 		Timeout:     cooldown,
 		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(failures) },
-		OnStateChange: func(_ string, _, to gobreaker.State) {
-			if to == gobreaker.StateOpen {
-				b.mu.Lock()
-				b.trips++
-				b.mu.Unlock()
-			}
-		},
 	})
 	return b
-}
-
-// Trips returns how many times the breaker opened.
-func (b *Breaker) Trips() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.trips
 }
 
 // Enter waits while the breaker is open (or while its one probe is out), then lets the attempt

@@ -467,7 +467,8 @@ func (c *call) send(ctx context.Context, auth string) (resp *Response, sent bool
 	if auth != "" && req.Header.Get("Authorization") == "" {
 		req.Header.Set("Authorization", auth)
 	}
-	header = req.Header.Clone()
+	// Nothing writes to the request's headers after this, so events can share them.
+	header = req.Header
 	client := &http.Client{Transport: c.e.Transport, CheckRedirect: c.checkRedirect}
 	hr, err := client.Do(req)
 	if err != nil {

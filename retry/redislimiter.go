@@ -63,9 +63,6 @@ func NewRedisLimiter(ctx context.Context, rawURL, key string, perSecond float64,
 // Close closes the connection to Redis.
 func (l *RedisLimiter) Close() error { return l.rdb.Close() }
 
-// Key is the Redis key of the budget (redis_rate prefixes it with "rate:").
-func (l *RedisLimiter) Key() string { return l.key }
-
 // usable reports whether to try Redis now: always, except for a second after it failed.
 func (l *RedisLimiter) usable() bool {
 	l.mu.Lock()

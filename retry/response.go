@@ -3,7 +3,6 @@ package retry
 import (
 	"encoding/json"
 	"math"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -100,8 +99,7 @@ func NewResponse(status int, statusText, proto string, h http.Header, body []byt
 	if r.StatusText == "" {
 		r.StatusText = strconv.Itoa(status) + " " + http.StatusText(status)
 	}
-	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
-	r.JSON = (mt == "application/json" || strings.HasSuffix(mt, "+json")) && json.Valid(body)
+	r.JSON = isJSONType(h.Get("Content-Type")) && json.Valid(body)
 	if r.JSON && status >= 400 {
 		r.Envelope = ParseEnvelope(body)
 	}
@@ -227,3 +225,11 @@ func Backoff(n int, base, cap time.Duration, rnd float64) time.Duration {
 
 // Jitter is the random extra time added to a server-directed wait: up to half a second.
 const Jitter = 500 * time.Millisecond
+
+// isJSONType reports whether a Content-Type is application/json or a +json type, parameters
+// aside.
+func isJSONType(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.ToLower(strings.TrimSpace(mt))
+	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+}
