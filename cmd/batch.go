@@ -72,10 +72,7 @@ only what is not done, and never sends again an unsafe line that may have run.`,
 			if len(args) == 1 {
 				o.Input = args[0]
 			}
-			if err := o.check(c); err != nil {
-				return err
-			}
-			if err := g.resolve(c, f); err != nil {
+			if err := prepare(c, f, g, o.check); err != nil {
 				return err
 			}
 			if runF != nil {

@@ -27,10 +27,7 @@ func NewCmdExplain(f *Factory, g *GlobalOptions, runF func(*RequestOptions) erro
 		Args: exactArgs(2, "METHOD and PATH"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Method, o.Target = strings.ToUpper(args[0]), args[1]
-			if err := o.check(c); err != nil {
-				return err
-			}
-			if err := g.resolve(c, f); err != nil {
+			if err := prepare(c, f, g, o.check); err != nil {
 				return err
 			}
 			if runF != nil {

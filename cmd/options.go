@@ -201,3 +201,12 @@ func plural(n int) string {
 	}
 	return "s"
 }
+
+// prepare is the first step of every command's RunE: check the flag combinations that flags
+// alone cannot, then fill what no flag set from the environment.
+func prepare(c *cobra.Command, f *Factory, g *GlobalOptions, check func(*cobra.Command) error) error {
+	if err := check(c); err != nil {
+		return err
+	}
+	return g.resolve(c, f)
+}

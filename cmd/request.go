@@ -49,10 +49,7 @@ func NewCmdMethod(f *Factory, g *GlobalOptions, method string, runF func(*Reques
 		ValidArgsFunction: pathCompletion(method),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Target = args[0]
-			if err := o.check(c); err != nil {
-				return err
-			}
-			if err := g.resolve(c, f); err != nil {
+			if err := prepare(c, f, g, o.check); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -85,10 +82,7 @@ func NewCmdRequest(f *Factory, g *GlobalOptions, runF func(*RequestOptions) erro
 		},
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Method, o.Target = strings.ToUpper(args[0]), args[1]
-			if err := o.check(c); err != nil {
-				return err
-			}
-			if err := g.resolve(c, f); err != nil {
+			if err := prepare(c, f, g, o.check); err != nil {
 				return err
 			}
 			if runF != nil {

@@ -377,16 +377,25 @@ func (s *Server) createDocuments(body []byte) *reply {
 	return newReply(http.StatusCreated, map[string]any{"object": "list", "data": out})
 }
 
-func (s *Server) createUser(body []byte, f *Fault) *reply {
+// decodeEmail reads the body {"email": …} of the user and recipient endpoints.
+func decodeEmail(body []byte) (string, *reply) {
 	var in struct {
 		Email string `json:"email"`
 	}
 	if rep := decode(body, &in); rep != nil {
-		return rep
+		return "", rep
 	}
 	email := strings.ToLower(strings.TrimSpace(in.Email))
 	if !strings.Contains(email, "@") {
-		return apiError(http.StatusBadRequest, "INVALID_PARAMETER", "email must be an email address")
+		return "", apiError(http.StatusBadRequest, "INVALID_PARAMETER", "email must be an email address")
+	}
+	return email, nil
+}
+
+func (s *Server) createUser(body []byte, f *Fault) *reply {
+	email, rep := decodeEmail(body)
+	if rep != nil {
+		return rep
 	}
 	st := s.data
 	st.mu.Lock()
@@ -429,15 +438,9 @@ func (s *Server) deleteUser(id string, f *Fault) *reply {
 }
 
 func (s *Server) createRecipient(body []byte) *reply {
-	var in struct {
-		Email string `json:"email"`
-	}
-	if rep := decode(body, &in); rep != nil {
+	email, rep := decodeEmail(body)
+	if rep != nil {
 		return rep
-	}
-	email := strings.ToLower(strings.TrimSpace(in.Email))
-	if !strings.Contains(email, "@") {
-		return apiError(http.StatusBadRequest, "INVALID_PARAMETER", "email must be an email address")
 	}
 	st := s.data
 	st.mu.Lock()

@@ -296,19 +296,7 @@ func ErrorLine(err error) string {
 	}
 	f := ce.Details()
 	var b strings.Builder
-	b.WriteString(f.Method + " " + f.Path)
-	if f.Status != 0 {
-		fmt.Fprintf(&b, " %d", f.Status)
-	}
-	if f.Code != "" {
-		b.WriteString(" " + f.Code)
-	}
-	if f.Message != "" {
-		b.WriteString(": " + f.Message)
-	}
-	if f.Status == 0 && f.Cause != nil && !strings.Contains(f.Reason, f.Cause.Error()) {
-		b.WriteString(": " + f.Cause.Error())
-	}
+	b.WriteString(f.Summary())
 	if f.RequestID != "" {
 		b.WriteString(" · request-id " + f.RequestID)
 	}

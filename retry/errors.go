@@ -21,10 +21,10 @@ type Failure struct {
 	Cause error
 }
 
-func (f *Failure) describe(kind string) string {
+// Summary names the call and its last answer: "GET /v2/x 404 NOT_FOUND: message", or the
+// transport error when no answer came.
+func (f *Failure) Summary() string {
 	var b strings.Builder
-	b.WriteString(kind)
-	b.WriteString(": ")
 	b.WriteString(f.Method + " " + f.Path)
 	if f.Status != 0 {
 		fmt.Fprintf(&b, " %d", f.Status)
@@ -35,13 +35,21 @@ func (f *Failure) describe(kind string) string {
 	if f.Message != "" {
 		b.WriteString(": " + f.Message)
 	}
-	if f.Reason != "" {
-		b.WriteString(" (" + f.Reason + ")")
-	}
-	if f.RequestID != "" {
-		b.WriteString(" request-id " + f.RequestID)
+	if f.Status == 0 && f.Cause != nil && !strings.Contains(f.Reason, f.Cause.Error()) {
+		b.WriteString(": " + f.Cause.Error())
 	}
 	return b.String()
+}
+
+func (f *Failure) describe(kind string) string {
+	s := kind + ": " + f.Summary()
+	if f.Reason != "" {
+		s += " (" + f.Reason + ")"
+	}
+	if f.RequestID != "" {
+		s += " request-id " + f.RequestID
+	}
+	return s
 }
 
 // Details returns the failure itself; every typed error has it.
