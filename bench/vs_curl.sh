@@ -37,20 +37,26 @@ for i in $(seq 1 "$N"); do printf 'GET /v2/audits/00000000-0000-4000-8000-%012d\
 awk -v url="$EMU_URL" '{ print "url = \"" url $2 "\"\noutput = \"/dev/null\"" }' "$BENCH_TMP/in.txt" >"$BENCH_TMP/curl.cfg"
 awk -v url="$EMU_URL" '{ print url $2 }' "$BENCH_TMP/in.txt" >"$BENCH_TMP/urls.txt"
 
-t0=$(now)
-"$BRELLIUM" batch "$BENCH_TMP/in.txt" --base-url "$EMU_URL" --limiter off --concurrency 32 -o /dev/null 2>/dev/null
-t1=$(now)
-b_rps=$(python3 -c "print($N/($t1-$t0))")
-t0=$(now)
-curl -s --parallel --parallel-max 32 -H 'Authorization: Bearer bench' -K "$BENCH_TMP/curl.cfg" >/dev/null
-t1=$(now)
-c_rps=$(python3 -c "print($N/($t1-$t0))")
-t0=$(now)
-xargs -P 32 -n 50 curl -s -H 'Authorization: Bearer bench' <"$BENCH_TMP/urls.txt" >/dev/null
-t1=$(now)
-x_rps=$(python3 -c "print($N/($t1-$t0))")
-printf '   brellium batch --concurrency 32   %8.0f req/s\n' "$b_rps"
-printf '   curl --parallel --parallel-max 32 %8.0f req/s\n' "$c_rps"
-printf '   xargs -P 32 curl (50 URLs each)   %8.0f req/s\n' "$x_rps"
-printf '   ratio brellium ÷ curl --parallel: %s (target ≥ 1.2)\n' "$(ratio "$b_rps" "$c_rps")"
-printf '   ratio brellium ÷ xargs curl:      %s\n' "$(ratio "$b_rps" "$x_rps")"
+python3 - "$BRELLIUM" "$EMU_URL" "$BENCH_TMP" "$N" "${ROUNDS:-3}" <<'PY'
+import statistics, subprocess, sys, time
+bin, url, tmp, n, rounds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+ways = {
+    "brellium batch --concurrency 32": [bin, "batch", f"{tmp}/in.txt", "--base-url", url, "--limiter", "off",
+                                        "--concurrency", "32", "-o", "/dev/null"],
+    "curl --parallel --parallel-max 32": ["curl", "-s", "--parallel", "--parallel-max", "32",
+                                          "-H", "Authorization: Bearer bench", "-K", f"{tmp}/curl.cfg"],
+    "xargs -P 32 curl (50 URLs each)": ["sh", "-c", f"xargs -P 32 -n 50 curl -s -H 'Authorization: Bearer bench' < {tmp}/urls.txt"],
+}
+rps = {k: [] for k in ways}
+for _ in range(rounds):  # interleaved, so that drift in the machine hits every way alike
+    for name, cmd in ways.items():
+        t0 = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        rps[name].append(n / (time.perf_counter() - t0))
+med = {k: statistics.median(v) for k, v in rps.items()}
+for name, v in med.items():
+    print(f"   {name:36s} {v:8.0f} req/s (median of {rounds})")
+b, c, x = med.values()
+print(f"   ratio brellium ÷ curl --parallel: {b/c:.2f} (target ≥ 1.2)")
+print(f"   ratio brellium ÷ xargs curl:      {b/x:.2f}")
+PY

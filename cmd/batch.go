@@ -513,8 +513,10 @@ func bodyJSON(body []byte, known bool) json.RawMessage {
 		return nil
 	}
 	if known || json.Valid(body) {
-		if bytes.IndexByte(body, '\n') < 0 && bytes.IndexByte(body, '\r') < 0 {
-			return json.RawMessage(body)
+		// Most JSON bodies end with a newline and hold no other: cut it rather than compact.
+		trimmed := bytes.TrimRight(body, " \t\r\n")
+		if bytes.IndexByte(trimmed, '\n') < 0 && bytes.IndexByte(trimmed, '\r') < 0 {
+			return json.RawMessage(trimmed)
 		}
 		var b bytes.Buffer
 		if json.Compact(&b, body) == nil {

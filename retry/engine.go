@@ -469,8 +469,13 @@ func (c *call) send(ctx context.Context, auth string) (resp *Response, sent bool
 	}
 	// Nothing writes to the request's headers after this, so events can share them.
 	header = req.Header
-	client := &http.Client{Transport: c.e.Transport, CheckRedirect: c.checkRedirect}
-	hr, err := client.Do(req)
+	var hr *http.Response
+	if c.p.FollowRedirects {
+		hr, err = (&http.Client{Transport: c.e.Transport, CheckRedirect: c.checkRedirect}).Do(req)
+	} else {
+		// Without -L a 3xx is the answer: the transport alone does the round trip.
+		hr, err = c.transport().RoundTrip(req)
+	}
 	if err != nil {
 		return nil, w.sent(), header, describeTransportError(err, actx, timeout)
 	}
@@ -483,7 +488,7 @@ func (c *call) send(ctx context.Context, auth string) (resp *Response, sent bool
 	if hr.StatusCode >= 200 && hr.StatusCode < 300 {
 		limit = StreamAfter
 	}
-	body, err := io.ReadAll(io.LimitReader(hr.Body, limit+1))
+	body, err := readBody(hr, limit)
 	if err != nil {
 		return nil, true, header, fmt.Errorf("%d answer cut short: %w", hr.StatusCode, describeTransportError(err, actx, timeout))
 	}
@@ -517,6 +522,23 @@ func (c *call) send(ctx context.Context, auth string) (resp *Response, sent bool
 		r.StreamErr = describeTransportError(err, actx, timeout)
 	}
 	return r, true, header, nil
+}
+
+// readBody reads up to limit+1 bytes of the body, in one allocation when the length is known.
+func readBody(hr *http.Response, limit int64) ([]byte, error) {
+	if n := hr.ContentLength; n > 0 && n <= limit {
+		body := make([]byte, n)
+		_, err := io.ReadFull(hr.Body, body)
+		return body, err
+	}
+	return io.ReadAll(io.LimitReader(hr.Body, limit+1))
+}
+
+func (c *call) transport() http.RoundTripper {
+	if c.e.Transport == nil {
+		return http.DefaultTransport
+	}
+	return c.e.Transport
 }
 
 // writerOnly records the writer's own error, to tell it from the body's read error in io.Copy.

@@ -38,6 +38,12 @@ func RedisLimit(perSecond float64, burst int) redis_rate.Limit {
 	return redis_rate.Limit{Rate: int(math.Round(perSecond * 1000)), Burst: burst, Period: 1000 * time.Second}
 }
 
+// quietLogger silences go-redis's own log lines: the limiter reports Redis failures itself,
+// once, through OnWarn.
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
 // NewRedisLimiter connects to rawURL (redis://HOST:PORT/DB) and checks that Redis answers.
 func NewRedisLimiter(ctx context.Context, rawURL, key string, perSecond float64, burst int, clock Clock) (*RedisLimiter, error) {
 	opt, err := redis.ParseURL(rawURL)
@@ -46,6 +52,7 @@ func NewRedisLimiter(ctx context.Context, rawURL, key string, perSecond float64,
 	}
 	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 2*time.Second, 2*time.Second, 2*time.Second
 	opt.MaxRetries = 1
+	redis.SetLogger(quietLogger{})
 	rdb := redis.NewClient(opt)
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
