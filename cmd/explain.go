@@ -115,7 +115,11 @@ func runExplain(f *Factory, g *GlobalOptions, o *RequestOptions) error {
 	if err != nil {
 		return err
 	}
-	spec, err := buildSpec(f, o, base)
+	body, err := loadBody(f, o)
+	if err != nil {
+		return err
+	}
+	spec, err := buildSpec(o, body, base)
 	if err != nil {
 		return err
 	}

@@ -182,15 +182,26 @@ func newIdempotencyKey() string {
 }
 
 // buildSpec turns the options into the call to send.
-func buildSpec(f *Factory, o *RequestOptions, base *url.URL) (*request.Spec, error) {
-	var body []byte
-	if o.DataSet {
-		b, err := request.LoadData(o.Data, f.IOStreams.In)
-		if err != nil {
+// loadBody reads -d and checks what can be checked before anything is set up: the body is
+// one JSON value and every -H is a header.
+func loadBody(f *Factory, o *RequestOptions) ([]byte, error) {
+	for _, h := range o.Headers {
+		if _, _, err := request.ParseHeader(h); err != nil {
 			return nil, err
 		}
-		body = b
 	}
+	if !o.DataSet {
+		return nil, nil
+	}
+	body, err := request.LoadData(o.Data, f.IOStreams.In)
+	if err != nil {
+		return nil, err
+	}
+	return body, request.ValidateJSON(body)
+}
+
+// buildSpec turns the options and the loaded body into the call to send.
+func buildSpec(o *RequestOptions, body []byte, base *url.URL) (*request.Spec, error) {
 	key := o.IdempotencyKey
 	if key == "auto" {
 		key = newIdempotencyKey()
@@ -231,13 +242,15 @@ func runRequest(ctx context.Context, f *Factory, g *GlobalOptions, o *RequestOpt
 		return nil
 	}
 
-	sess, err := newSession(ctx, f, g, o, logger)
+	body, err := loadBody(f, o)
 	if err != nil {
-		sess = nil
+		return finish(nil, err)
+	}
+	if sess, err = newSession(ctx, f, g, o, logger); err != nil {
 		return finish(nil, err)
 	}
 	defer sess.close()
-	spec, err := buildSpec(f, o, sess.base)
+	spec, err := buildSpec(o, body, sess.base)
 	if err != nil {
 		return finish(nil, err)
 	}
