@@ -87,9 +87,10 @@ func matrixFaults(h *harness) []matrixFault {
 		{name: "JSON 422", fault: ef(422, "INVALID"), safe: one(1, 3), unsafe: one(1, 3)},
 		{name: "401", fault: ef(401, "UNAUTHORIZED"), safe: one(1, 7), unsafe: one(1, 7)},
 		{name: "connection refused", raw: refusedServer, safe: one(3, 4), unsafe: one(3, 4)},
-		// Whether any byte left before the reset is a race: either way nothing runs twice.
+		// Whether any byte of an attempt left before the reset is a race: an attempt that wrote
+		// nothing is repeated, the first that wrote something ends an unsafe call (exit 6).
 		{name: "reset before the request is written", raw: rawServer(false, rstClose),
-			safe: one(3, 4), unsafe: []outcome{{1, 6}, {3, 4}}},
+			safe: one(3, 4), unsafe: []outcome{{1, 6}, {2, 6}, {3, 6}, {3, 4}}},
 		{name: "reset after the request is written", raw: rawServer(true, rstClose), safe: one(3, 4), unsafe: one(1, 6)},
 		{name: "accepts, never answers", raw: rawServer(true, hang), safe: one(3, 4), unsafe: one(1, 6)},
 		{name: "slow body", raw: rawServer(true, slowBody), safe: one(3, 4), unsafe: one(1, 6)},
