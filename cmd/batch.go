@@ -453,6 +453,9 @@ func (b *batchRun) send(job *batchJob) *batchResult {
 	}
 	eng := *b.sess.engine
 	eng.Sink = retry.SinkFunc(func(ev retry.Event) {
+		if ev.Outcome == retry.Blocked && b.blocked.CompareAndSwap(false, true) {
+			b.stop() // at the decision, before the call returns: every worker stops now
+		}
 		b.tally.Attempt(ev.Response != nil && ev.Response.Status == 429)
 		if b.attempts {
 			ev.Line = l.N
