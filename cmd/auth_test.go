@@ -182,11 +182,7 @@ func TestConcurrentProcessesMintOnce(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	bin := buildBinary(t)
-	em, err := emulator.Start("127.0.0.1:0", emulator.Config{ClientSecret: "s3cret", Latency: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer em.Close(t.Context())
+	em := startEmulator(t, emulator.Config{ClientSecret: "s3cret", Latency: 20 * time.Millisecond})
 	dir := t.TempDir()
 	var wg sync.WaitGroup
 	codes := make([]int, 10)

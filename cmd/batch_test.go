@@ -319,11 +319,7 @@ func TestBatchKillAndResume(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	bin := buildBinary(t)
-	em, err := emulator.Start("127.0.0.1:0", emulator.Config{Latency: 20 * time.Millisecond, Burst: 1000, Rate: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer em.Close(context.Background())
+	em := startEmulator(t, emulator.Config{Latency: 20 * time.Millisecond, Burst: 1000, Rate: 1000})
 	dir := t.TempDir()
 	const n = 60
 	var lines []string
@@ -376,6 +372,18 @@ func TestBatchKillAndResume(t *testing.T) {
 		}
 	}
 	t.Logf("killed after %d requests; rerun: %d lines unknown_outcome (started, never finished), the rest done exactly once", sentBefore, unknown)
+}
+
+// startEmulator serves an emulator on a loopback port for the test's real processes, closed at
+// the end of the test.
+func startEmulator(tb testing.TB, cfg emulator.Config) *emulator.Running {
+	tb.Helper()
+	em, err := emulator.Start("127.0.0.1:0", cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = em.Close(context.Background()) })
+	return em
 }
 
 func readResults(t *testing.T, path string) map[int]resultLine {

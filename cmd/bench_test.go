@@ -15,11 +15,7 @@ import (
 // emulator with no effective limit: the client's cost per request (the emulator's is in it too;
 // profile with -cpuprofile and look at cmd, retry and request).
 func BenchmarkBatch(b *testing.B) {
-	em, err := emulator.Start("127.0.0.1:0", emulator.Config{Burst: 1 << 30, Rate: 1e9, Audits: 1000})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer em.Close(context.Background())
+	em := startEmulator(b, emulator.Config{Burst: 1 << 30, Rate: 1e9, Audits: 1000})
 	var lines []string
 	for i := 1; i <= 2000; i++ {
 		lines = append(lines, "GET /v2/audits/"+emulator.AuditID(i%1000+1))

@@ -18,11 +18,7 @@ import (
 func runFourShards(t *testing.T, limiter string) emulator.Stats {
 	t.Helper()
 	bin := buildBinary(t)
-	em, err := emulator.Start("127.0.0.1:0", emulator.Config{Burst: 100, Rate: 200, Audits: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer em.Close(t.Context())
+	em := startEmulator(t, emulator.Config{Burst: 100, Rate: 200, Audits: 1000})
 	dir := t.TempDir()
 	var lines []string
 	for i := 1; i <= 1000; i++ {

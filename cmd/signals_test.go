@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -21,11 +20,7 @@ import (
 func startWaiting(t *testing.T) (*exec.Cmd, *strings.Builder) {
 	t.Helper()
 	bin := buildBinary(t)
-	em, err := emulator.Start("127.0.0.1:0", emulator.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = em.Close(context.Background()) })
+	em := startEmulator(t, emulator.Config{})
 	em.Script(emulator.Fault{Status: 429, Code: "RATE_LIMITED", Times: 10, Headers: map[string]string{"Retry-After": "10"}})
 	c := exec.Command(bin, "get", "/v2/audits/"+emulator.SampleAuditID, "--limiter", "off", "--log-format", "json")
 	c.Env = append(os.Environ(), "BRELLIUM_BASE_URL="+em.URL, "BRELLIUM_ACCESS_TOKEN=t")
@@ -83,11 +78,7 @@ func TestBatchSignalFlushesOutputAndJournal(t *testing.T) {
 		t.Skip("runs the binary")
 	}
 	bin := buildBinary(t)
-	em, err := emulator.Start("127.0.0.1:0", emulator.Config{Latency: 100 * time.Millisecond, Burst: 1000, Rate: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer em.Close(context.Background())
+	em := startEmulator(t, emulator.Config{Latency: 100 * time.Millisecond, Burst: 1000, Rate: 1000})
 	dir := t.TempDir()
 	var lines []string
 	for i := 1; i <= 200; i++ {
@@ -106,7 +97,7 @@ func TestBatchSignalFlushesOutputAndJournal(t *testing.T) {
 	}
 	sent := time.Now()
 	_ = c.Process.Signal(syscall.SIGINT)
-	err = c.Wait()
+	err := c.Wait()
 	took := time.Since(sent)
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
 		t.Fatalf("exit %v, want 130", err)
