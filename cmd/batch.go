@@ -492,9 +492,6 @@ func (b *batchRun) send(job *batchJob) *batchResult {
 	} else if err != nil {
 		r.Error = &batchError{Reason: err.Error()}
 	}
-	if r.Outcome == string(retry.Blocked) && b.blocked.CompareAndSwap(false, true) {
-		b.stop()
-	}
 	b.end(r, true)
 	return r
 }
