@@ -47,16 +47,22 @@ func NewCmdMethod(f *Factory, g *GlobalOptions, method string, runF func(*Reques
 		Example:           help.example,
 		Args:              exactArgs(1, "one PATH, such as /v2/audits/ID"),
 		ValidArgsFunction: pathCompletion(method),
-		RunE: func(c *cobra.Command, args []string) error {
-			o.Target = args[0]
-			if err := prepare(c, f, g, o.check); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runRequest(c.Context(), f, g, o)
-		},
+	}
+	return withRequestRun(c, f, g, o, runF, func(args []string) { o.Target = args[0] })
+}
+
+// withRequestRun gives a single-call command its flags and its RunE: take the arguments, check
+// the flags and read the environment, then run runF (tests) or the call.
+func withRequestRun(c *cobra.Command, f *Factory, g *GlobalOptions, o *RequestOptions, runF func(*RequestOptions) error, takeArgs func([]string)) *cobra.Command {
+	c.RunE = func(c *cobra.Command, args []string) error {
+		takeArgs(args)
+		if err := prepare(c, f, g, o.check); err != nil {
+			return err
+		}
+		if runF != nil {
+			return runF(o)
+		}
+		return runRequest(c.Context(), f, g, o)
 	}
 	addRequestFlags(c, o)
 	return c
@@ -80,19 +86,8 @@ func NewCmdRequest(f *Factory, g *GlobalOptions, runF func(*RequestOptions) erro
 			}
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		},
-		RunE: func(c *cobra.Command, args []string) error {
-			o.Method, o.Target = strings.ToUpper(args[0]), args[1]
-			if err := prepare(c, f, g, o.check); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(o)
-			}
-			return runRequest(c.Context(), f, g, o)
-		},
 	}
-	addRequestFlags(c, o)
-	return c
+	return withRequestRun(c, f, g, o, runF, func(args []string) { o.Method, o.Target = strings.ToUpper(args[0]), args[1] })
 }
 
 // session is what a command needs to send calls: the engine with its limiter, credentials and
