@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"sort"
 	"strconv"
@@ -257,6 +259,10 @@ func runBatch(ctx context.Context, f *Factory, g *GlobalOptions, o *BatchOptions
 		}
 		return &reportedError{err: err}
 	}
+	fast, err := fastClient(f)
+	if err != nil {
+		return report(err, 0)
+	}
 	ratio, _ := parseBudget(o.RetryBudget)
 	k, n, _ := parseShard(o.Shard)
 	in, err := openInput(f, o.Input, k, n)
@@ -290,6 +296,11 @@ func runBatch(ctx context.Context, f *Factory, g *GlobalOptions, o *BatchOptions
 
 	work, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
+	if fast && direct(sess.base) {
+		fc := retry.NewFastClient(work, sess.base, 2*o.Concurrency)
+		defer fc.CloseIdleConnections()
+		sess.engine.Fast = fc
+	}
 	b := &batchRun{f: f, o: o, sess: sess, journal: journal, tally: output.NewTally(in.total), logger: logger,
 		attempts: o.Verbose || o.LogFormat == "json", work: work, stop: stop}
 	// SIGINT or SIGTERM: stop taking lines now, give in-flight requests o.Drain.
@@ -336,6 +347,26 @@ func runBatch(ctx context.Context, f *Factory, g *GlobalOptions, o *BatchOptions
 		return &reportedError{err: err}
 	}
 	return nil
+}
+
+// fastClient reports whether the batch may send what it can through retry.FastClient: unless
+// BRELLIUM_BATCH_CLIENT=net asks for net/http alone, or a test replaced the transport.
+func fastClient(f *Factory) (bool, error) {
+	switch v := f.env("BRELLIUM_BATCH_CLIENT"); v {
+	case "", "fast":
+		return f.Transport == nil, nil
+	case "net":
+		return false, nil
+	default:
+		return false, request.Usagef("BRELLIUM_BATCH_CLIENT=%s: want fast or net", v)
+	}
+}
+
+// direct reports that no proxy from the environment stands between brellium and base: the fast
+// client speaks to the origin only.
+func direct(base *url.URL) bool {
+	proxy, err := http.ProxyFromEnvironment(&http.Request{URL: base})
+	return err == nil && proxy == nil
 }
 
 // read streams the input into jobs; lines that need no request go straight to results.

@@ -143,6 +143,9 @@ type Engine struct {
 	// Gate, when set, is entered before every attempt: a circuit breaker that holds attempts
 	// while the API is failing.
 	Gate Gate
+	// Fast, when set, carries the attempts that it can: calls to its origin that are repeated
+	// whatever became of an attempt without an answer, sent without -L.
+	Fast *FastClient
 }
 
 // Budget caps repeats after failures across many calls: a batch's --retry-budget.
@@ -443,6 +446,11 @@ func (c *call) send(ctx context.Context, auth string) (resp *Response, sent bool
 			timeout = left
 		}
 	}
+	header = c.requestHeader(auth)
+	if c.fast(header) {
+		resp, sent, err = c.sendFast(ctx, c.e.Fast, header, timeout)
+		return resp, sent, header, err
+	}
 	actx := ctx
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -454,21 +462,8 @@ func (c *call) send(ctx context.Context, auth string) (resp *Response, sent bool
 	if err != nil {
 		return nil, false, nil, err
 	}
-	req.Header = c.spec.Header.Clone()
-	if c.spec.Body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if req.Header.Get("Accept") == "" {
-		req.Header.Set("Accept", "application/json")
-	}
-	if c.e.UserAgent != "" && req.Header.Get("User-Agent") == "" {
-		req.Header.Set("User-Agent", c.e.UserAgent)
-	}
-	if auth != "" && req.Header.Get("Authorization") == "" {
-		req.Header.Set("Authorization", auth)
-	}
 	// Nothing writes to the request's headers after this, so events can share them.
-	header = req.Header
+	req.Header = header
 	var hr *http.Response
 	if c.p.FollowRedirects {
 		hr, err = (&http.Client{Transport: c.e.Transport, CheckRedirect: c.checkRedirect}).Do(req)
@@ -480,58 +475,112 @@ func (c *call) send(ctx context.Context, auth string) (resp *Response, sent bool
 		return nil, w.sent(), header, describeTransportError(err, actx, timeout)
 	}
 	defer hr.Body.Close()
+	a := reply{status: hr.StatusCode, statusText: hr.Status, proto: hr.Proto, header: hr.Header,
+		contentLength: hr.ContentLength, body: hr.Body}
+	resp, err = c.readReply(a, func(err error) error { return describeTransportError(err, actx, timeout) })
+	return resp, true, header, err
+}
+
+// requestHeader is the header of every attempt: the call's own, then the defaults it lacks.
+func (c *call) requestHeader(auth string) http.Header {
+	h := c.spec.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	if c.spec.Body != nil {
+		h.Set("Content-Type", "application/json")
+	}
+	if h.Get("Accept") == "" {
+		h.Set("Accept", "application/json")
+	}
+	if c.e.UserAgent != "" && h.Get("User-Agent") == "" {
+		h.Set("User-Agent", c.e.UserAgent)
+	}
+	if auth != "" && h.Get("Authorization") == "" {
+		h.Set("Authorization", auth)
+	}
+	return h
+}
+
+// fast reports whether the attempt goes through the engine's FastClient: a call to its origin
+// that is repeated whatever became of an attempt without an answer (so "sent" cannot change the
+// decision), without -L, and without a Host header of the user's, which net/http would not send.
+func (c *call) fast(header http.Header) bool {
+	f := c.e.Fast
+	if f == nil || c.p.FollowRedirects || !c.class.Safe || !f.Serves(c.spec.URL) {
+		return false
+	}
+	if r := c.class.Rule; r != nil && len(r.DoneAfterRun) > 0 {
+		return false
+	}
+	_, host := header["Host"]
+	return !host
+}
+
+// reply is a status line and headers, with the body still to read.
+type reply struct {
+	status            int
+	statusText, proto string
+	header            http.Header
+	contentLength     int64 // -1 when unknown
+	body              io.Reader
+}
+
+// readReply reads the body as the policy says: in full up to a limit, then streamed out or
+// cut. describe turns a read error into what the engine reports.
+func (c *call) readReply(a reply, describe func(error) error) (*Response, error) {
 	if c.spec.Method == http.MethodHead {
-		_, _ = io.CopyN(io.Discard, hr.Body, maxDrain)
-		return NewResponse(hr.StatusCode, hr.Status, hr.Proto, hr.Header, nil), true, header, nil
+		_, _ = io.CopyN(io.Discard, a.body, maxDrain)
+		return NewResponse(a.status, a.statusText, a.proto, a.header, nil), nil
 	}
 	limit := int64(MaxErrorBody)
-	if hr.StatusCode >= 200 && hr.StatusCode < 300 {
+	if a.status >= 200 && a.status < 300 {
 		limit = StreamAfter
 	}
-	body, err := readBody(hr, limit)
+	body, err := readBody(a.body, a.contentLength, limit)
 	if err != nil {
-		return nil, true, header, fmt.Errorf("%d answer cut short: %w", hr.StatusCode, describeTransportError(err, actx, timeout))
+		return nil, fmt.Errorf("%d answer cut short: %w", a.status, describe(err))
 	}
 	if int64(len(body)) <= limit {
-		return NewResponse(hr.StatusCode, hr.Status, hr.Proto, hr.Header, body), true, header, nil
+		return NewResponse(a.status, a.statusText, a.proto, a.header, body), nil
 	}
 	if limit == MaxErrorBody || c.p.Stream == nil {
 		// Too large to keep: keep the first part, drop the rest.
-		r := NewResponse(hr.StatusCode, hr.Status, hr.Proto, hr.Header, body[:limit])
+		r := NewResponse(a.status, a.statusText, a.proto, a.header, body[:limit])
 		r.Truncated = true
-		_, _ = io.CopyN(io.Discard, hr.Body, maxDrain)
-		return r, true, header, nil
+		_, _ = io.CopyN(io.Discard, a.body, maxDrain)
+		return r, nil
 	}
 	// A large 2xx body: stream it out as it arrives.
-	r := NewResponse(hr.StatusCode, hr.Status, hr.Proto, hr.Header, nil)
+	r := NewResponse(a.status, a.statusText, a.proto, a.header, nil)
 	out, err := c.p.Stream(r)
 	if err != nil {
-		return r, true, header, &StreamWriteError{Err: err}
+		return r, &StreamWriteError{Err: err}
 	}
 	n, werr := out.Write(body)
 	r.Streamed = int64(n)
 	if werr != nil {
-		return r, true, header, &StreamWriteError{Err: werr}
+		return r, &StreamWriteError{Err: werr}
 	}
-	m, err := io.Copy(writerOnly{out, &werr}, hr.Body)
+	m, err := io.Copy(writerOnly{out, &werr}, a.body)
 	r.Streamed += m
 	switch {
 	case werr != nil:
-		return r, true, header, &StreamWriteError{Err: werr}
+		return r, &StreamWriteError{Err: werr}
 	case err != nil:
-		r.StreamErr = describeTransportError(err, actx, timeout)
+		r.StreamErr = describe(err)
 	}
-	return r, true, header, nil
+	return r, nil
 }
 
 // readBody reads up to limit+1 bytes of the body, in one allocation when the length is known.
-func readBody(hr *http.Response, limit int64) ([]byte, error) {
-	if n := hr.ContentLength; n > 0 && n <= limit {
-		body := make([]byte, n)
-		_, err := io.ReadFull(hr.Body, body)
-		return body, err
+func readBody(body io.Reader, length, limit int64) ([]byte, error) {
+	if length > 0 && length <= limit {
+		b := make([]byte, length)
+		_, err := io.ReadFull(body, b)
+		return b, err
 	}
-	return io.ReadAll(io.LimitReader(hr.Body, limit+1))
+	return io.ReadAll(io.LimitReader(body, limit+1))
 }
 
 func (c *call) transport() http.RoundTripper {

@@ -35,10 +35,17 @@ type engineCase struct {
 }
 
 func TestRepeatTable(t *testing.T) {
+	for _, tc := range repeatCases() {
+		t.Run(tc.name, func(t *testing.T) { runEngineCase(t, tc) })
+	}
+}
+
+// repeatCases is the contract's repeat table, row by row.
+func repeatCases() []engineCase {
 	users := `{"email":"a@example.com"}`
 	docsOK := `{"documents":[{"external_id":"d1","file_name":"a.pdf"},{"external_id":"d2","file_name":"b.pdf"}]}`
 	docsMissing := `{"documents":[{"external_id":"d1"},{"file_name":"b.pdf"}]}`
-	cases := []engineCase{
+	return []engineCase{
 		{name: "429 on GET waits Retry-After plus jitter", method: "GET", path: "/v2/audits/a",
 			steps:        []step{apiErr(429, "RATE_LIMITED", "Retry-After", "1"), answer(200, `{"ok":true}`)},
 			wantAttempts: 2, wantOutcome: OK, wantWaits: []time.Duration{1250 * ms}},
@@ -202,9 +209,6 @@ func TestRepeatTable(t *testing.T) {
 			steps:        []step{apiErr(429, "RATE_LIMITED", "Retry-After", "99999999999999999999")},
 			wantAttempts: 1, wantOutcome: Exhausted, wantWaits: []time.Duration{}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) { runEngineCase(t, tc) })
-	}
 }
 
 func runEngineCase(t *testing.T, tc engineCase) {
@@ -218,11 +222,16 @@ func runEngineCase(t *testing.T, tc engineCase) {
 	}
 	spec := mustSpec(t, tc.method, tc.path, tc.body, tc.idempotent, tc.key)
 	res, err := e.Do(context.Background(), spec, p)
+	checkEngineCase(t, tc, clock, len(tr.reqs), res, err)
+}
+
+func checkEngineCase(t *testing.T, tc engineCase, clock *fakeClock, sent int, res *Result, err error) {
+	t.Helper()
 	if got := OutcomeOf(err); got != tc.wantOutcome {
 		t.Fatalf("outcome = %s (err %v), want %s", got, err, tc.wantOutcome)
 	}
-	if len(tr.reqs) != tc.wantAttempts {
-		t.Errorf("requests sent = %d, want %d", len(tr.reqs), tc.wantAttempts)
+	if sent != tc.wantAttempts {
+		t.Errorf("requests sent = %d, want %d", sent, tc.wantAttempts)
 	}
 	if res == nil || res.Attempts != tc.wantAttempts {
 		t.Errorf("result attempts = %+v, want %d", res, tc.wantAttempts)

@@ -1,0 +1,346 @@
+package retry
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brellium/brellium/request"
+)
+
+// wire plays a case's steps from a real HTTP server: each request gets the next step's answer;
+// a dropped step closes the connection once the request is in.
+type wire struct {
+	mu    sync.Mutex
+	steps []step
+	reqs  []*http.Request
+	srv   *httptest.Server
+}
+
+func newWire(t *testing.T, steps ...step) *wire {
+	w := &wire{steps: steps}
+	w.srv = httptest.NewServer(http.HandlerFunc(w.serve))
+	t.Cleanup(w.srv.Close)
+	return w
+}
+
+func (w *wire) serve(rw http.ResponseWriter, req *http.Request) {
+	_, _ = io.Copy(io.Discard, req.Body)
+	w.mu.Lock()
+	w.reqs = append(w.reqs, req)
+	s := w.steps[0]
+	if len(w.steps) > 1 {
+		w.steps = w.steps[1:]
+	}
+	w.mu.Unlock()
+	resp, err := s(req.Clone(context.Background()))
+	if err != nil {
+		conn, _, _ := rw.(http.Hijacker).Hijack()
+		_ = conn.Close()
+		return
+	}
+	for k, v := range resp.Header {
+		rw.Header()[k] = v
+	}
+	rw.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(rw, resp.Body)
+}
+
+func (w *wire) sent() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.reqs)
+}
+
+func (w *wire) spec(t *testing.T, tc engineCase) *request.Spec {
+	t.Helper()
+	base, _ := url.Parse(w.srv.URL)
+	var b []byte
+	if tc.body != "" {
+		b = []byte(tc.body)
+	}
+	s, err := request.New(base, request.Options{Method: tc.method, Target: tc.path, Body: b, Idempotent: tc.idempotent, IdempotencyKey: tc.key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestRepeatTableOverTheWire runs the repeat table against a real server, through the counting
+// net/http transport and through the FastClient (which carries the calls it can and hands the
+// rest to net/http): the same requests reach the server, with the same waits and outcomes.
+func TestRepeatTableOverTheWire(t *testing.T) {
+	for _, tc := range repeatCases() {
+		if hasRefused(tc) {
+			continue // a refused connection is not something a server can answer
+		}
+		for _, client := range []string{"net", "fast"} {
+			t.Run(client+"/"+tc.name, func(t *testing.T) {
+				if _, ok := tc.auth.(*renewer); ok {
+					tc.auth = &renewer{} // each run counts its own renewals
+				}
+				w := newWire(t, tc.steps...)
+				clock := newFakeClock()
+				e := &Engine{Transport: NewTransport(), Clock: clock, Rand: fixedRand, Auth: tc.auth}
+				if client == "fast" {
+					base, _ := url.Parse(w.srv.URL)
+					e.Fast = NewFastClient(t.Context(), base, 4)
+					defer e.Fast.CloseIdleConnections()
+				}
+				p := DefaultPolicy()
+				if tc.policy != nil {
+					tc.policy(&p)
+				}
+				res, err := e.Do(context.Background(), w.spec(t, tc), p)
+				checkEngineCase(t, tc, clock, w.sent(), res, err)
+			})
+		}
+	}
+}
+
+func hasRefused(tc engineCase) bool {
+	for _, s := range tc.steps {
+		if _, err := s(httptest.NewRequest("GET", "/", nil)); err != nil && strings.Contains(err.Error(), "refused") {
+			return true
+		}
+	}
+	return false
+}
+
+// Both clients send the same request and read the same answer.
+func TestFastClientMatchesNetHTTP(t *testing.T) {
+	var mu sync.Mutex
+	var got []http.Header
+	var bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		h := r.Header.Clone()
+		h.Del("Accept-Encoding") // net/http asks for gzip and undoes it itself; fasthttp does not ask
+		h.Set("X-Method-Target", r.Method+" "+r.RequestURI)
+		mu.Lock()
+		got, bodies = append(got, h), append(bodies, string(b))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Request-Id", "req-1")
+		w.Header().Set("RateLimit-Limit", "100")
+		w.Header().Set("RateLimit-Remaining", "42")
+		w.Header().Add("X-Twice", "a")
+		w.Header().Add("X-Twice", "b")
+		w.WriteHeader(202)
+		_, _ = w.Write([]byte(`{"audit_id":"a%2Fb"}`))
+	}))
+	defer srv.Close()
+	base, _ := url.Parse(srv.URL)
+	spec, err := request.New(base, request.Options{Method: "PUT", Target: "/v2/things/a%2Fb?x=1&y=%20z",
+		Body: []byte(`{"n":1}`), Idempotent: true, Headers: []string{"X-Custom: v1", "X-Custom: v2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res [2]*Result
+	for i, fast := range []bool{false, true} {
+		e := &Engine{Transport: NewTransport(), Auth: StaticToken("tok"), UserAgent: "brellium/test"}
+		if fast {
+			e.Fast = NewFastClient(t.Context(), base, 2)
+			defer e.Fast.CloseIdleConnections()
+		}
+		if res[i], err = e.Do(context.Background(), spec, Policy{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d requests", len(got))
+	}
+	for _, h := range got {
+		h.Del("Content-Length") // compared through the bodies
+	}
+	if !equalHeaders(got[0], got[1]) || bodies[0] != bodies[1] {
+		t.Errorf("requests differ:\nnet/http %v %q\nfast     %v %q", got[0], bodies[0], got[1], bodies[1])
+	}
+	a, b := res[0].Response, res[1].Response
+	a.Header.Del("Date")
+	b.Header.Del("Date")
+	if a.Status != b.Status || a.StatusText != b.StatusText || a.Proto != b.Proto || !bytes.Equal(a.Body, b.Body) ||
+		a.JSON != b.JSON || a.RequestID != b.RequestID || a.RateLimit != b.RateLimit || !equalHeaders(a.Header, b.Header) {
+		t.Errorf("answers differ:\nnet/http %+v\nfast     %+v", a, b)
+	}
+}
+
+func equalHeaders(a, b http.Header) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if strings.Join(v, "\n") != strings.Join(b[k], "\n") {
+			return false
+		}
+	}
+	return true
+}
+
+// A call that must not be sent twice never goes through the fast client: a POST and a GET with
+// -L reach the server through net/http, which asks for gzip.
+func TestFastClientCarriesOnlyCallsThatRepeatFreely(t *testing.T) {
+	var mu sync.Mutex
+	gzip := map[string]bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		gzip[r.Method+" "+r.URL.Path] = r.Header.Get("Accept-Encoding") == "gzip"
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+	base, _ := url.Parse(srv.URL)
+	e := &Engine{Transport: NewTransport(), Fast: NewFastClient(t.Context(), base, 2)}
+	defer e.Fast.CloseIdleConnections()
+	do := func(method, target string, p Policy) {
+		var body []byte
+		if method == "POST" {
+			body = []byte(`{"email":"a@example.com"}`)
+		}
+		spec, err := request.New(base, request.Options{Method: method, Target: target, Body: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Do(context.Background(), spec, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	do("GET", "/v2/audits/a", Policy{})
+	do("POST", "/v2/users", Policy{})
+	do("GET", "/v2/audits/b", Policy{FollowRedirects: true})
+	want := map[string]bool{"GET /v2/audits/a": false, "POST /v2/users": true, "GET /v2/audits/b": true}
+	for k, v := range want {
+		if gzip[k] != v {
+			t.Errorf("%s went through net/http = %v, want %v", k, gzip[k], v)
+		}
+	}
+}
+
+// A refused connection sent nothing; an attempt that runs out of time is a TimeoutError.
+func TestFastClientErrors(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	base, _ := url.Parse("http://" + addr)
+	e := &Engine{Fast: NewFastClient(t.Context(), base, 2), Clock: newFakeClock(), Rand: fixedRand}
+	spec, _ := request.New(base, request.Options{Target: "/v2/audits/a"})
+	var events []Event
+	e.Sink = SinkFunc(func(ev Event) { events = append(events, ev) })
+	_, err = e.Do(context.Background(), spec, Policy{Retries: 1})
+	if OutcomeOf(err) != Exhausted || len(events) != 2 || events[0].Sent || !strings.Contains(events[0].Why, "nothing was sent") {
+		t.Fatalf("refused: err %v, events %+v", err, events)
+	}
+
+	hold := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(hold)
+	base, _ = url.Parse(srv.URL)
+	e = &Engine{Fast: NewFastClient(t.Context(), base, 2), Clock: newFakeClock(), Rand: fixedRand}
+	defer e.Fast.CloseIdleConnections()
+	spec, _ = request.New(base, request.Options{Target: "/v2/audits/a"})
+	_, err = e.Do(context.Background(), spec, Policy{Timeout: 50 * time.Millisecond})
+	var te *TimeoutError
+	if !errors.As(err, &te) || te.After != 50*time.Millisecond {
+		t.Fatalf("timeout: %v", err)
+	}
+}
+
+// When the client's context ends, the requests in flight end at once and no new one is sent.
+func TestFastClientStopsWithItsContext(t *testing.T) {
+	arrived := make(chan struct{}, 1)
+	var mu sync.Mutex
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		mu.Unlock()
+		arrived <- struct{}{}
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	base, _ := url.Parse(srv.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &Engine{Fast: NewFastClient(ctx, base, 2), Clock: newFakeClock(), Rand: fixedRand}
+	spec, _ := request.New(base, request.Options{Target: "/v2/audits/a"})
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Do(ctx, spec, Policy{Retries: 3, Timeout: time.Minute})
+		done <- err
+	}()
+	<-arrived
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if _, err := e.Do(context.Background(), spec, Policy{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("after the stop: err = %v, want context.Canceled", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d requests reached the server, want 1", n)
+	}
+}
+
+// Bodies of every framing: chunked, HEAD, and a 2xx too large to keep, which is cut.
+func TestFastClientBodies(t *testing.T) {
+	big := strings.Repeat("x", StreamAfter+10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/chunked":
+			for i := 0; i < 3; i++ {
+				_, _ = w.Write([]byte(strings.Repeat("ab", 5000)))
+				w.(http.Flusher).Flush()
+			}
+		case "/big":
+			_, _ = w.Write([]byte(big))
+		default:
+			w.Header().Set("Content-Length", "7")
+			_, _ = w.Write([]byte(`{"a":1}`))
+		}
+	}))
+	defer srv.Close()
+	base, _ := url.Parse(srv.URL)
+	e := &Engine{Fast: NewFastClient(t.Context(), base, 2)}
+	defer e.Fast.CloseIdleConnections()
+	get := func(method, target string) *Response {
+		spec, _ := request.New(base, request.Options{Method: method, Target: target})
+		res, err := e.Do(context.Background(), spec, Policy{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Response
+	}
+	if r := get("GET", "/chunked"); len(r.Body) != 30000 || r.Truncated {
+		t.Errorf("chunked: %d bytes, truncated %v", len(r.Body), r.Truncated)
+	}
+	if r := get("HEAD", "/small"); len(r.Body) != 0 || r.Header.Get("Content-Length") != "7" {
+		t.Errorf("HEAD: %q %v", r.Body, r.Header)
+	}
+	if r := get("GET", "/big"); len(r.Body) != StreamAfter || !r.Truncated {
+		t.Errorf("big: %d bytes, truncated %v", len(r.Body), r.Truncated)
+	}
+	if r := get("GET", "/small"); string(r.Body) != `{"a":1}` {
+		t.Errorf("after the big one, the connection serves again: %q", r.Body)
+	}
+}
