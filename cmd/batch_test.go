@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -400,6 +401,71 @@ func TestBatchInterruptFlushesAndExits130(t *testing.T) {
 	r := h.runCtx(ctx, "batch", writeInput(t, "GET /v2/audits/"+emulator.SampleAuditID))
 	if r.code != 130 {
 		t.Fatalf("exit %d, want 130:\n%s", r.code, r.errOut)
+	}
+}
+
+// TestBatchOverHTTPS runs a batch (the fast client) and a single call (net/http) against the
+// emulator behind TLS, with the test server's certificate as the only trusted root.
+func TestBatchOverHTTPS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	em := emulator.New(emulator.Config{Audits: 10})
+	srv := httptest.NewTLSServer(em)
+	defer srv.Close()
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(ca, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(dir, "in.txt")
+	var lines []string
+	for i := 1; i <= 10; i++ {
+		lines = append(lines, "GET /v2/audits/"+emulator.AuditID(i))
+	}
+	_ = os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
+	env := append(os.Environ(), "BRELLIUM_BASE_URL="+srv.URL, "BRELLIUM_ACCESS_TOKEN=t", "BRELLIUM_CACHE_DIR="+dir,
+		"SSL_CERT_FILE="+ca, "SSL_CERT_DIR="+dir)
+	for _, args := range [][]string{
+		{"batch", in, "--concurrency", "3", "--limiter", "off", "-o", filepath.Join(dir, "out.jsonl")},
+		{"get", "/v2/audits/" + emulator.AuditID(1), "--limiter", "off", "-s"},
+	} {
+		c := exec.Command(bin, args...)
+		c.Env = env
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", args[0], err, out)
+		}
+	}
+	got := readResults(t, filepath.Join(dir, "out.jsonl"))
+	for i := 1; i <= 10; i++ {
+		if got[i].Outcome != "ok" || got[i].Status != 200 {
+			t.Errorf("line %d: %+v", i, got[i])
+		}
+	}
+	if n := em.Stats().Requests; n != 11 {
+		t.Errorf("%d requests, want 11", n)
+	}
+
+	// An untrusted certificate is refused by both: nothing is sent, and the error says so.
+	empty := t.TempDir()
+	env[len(env)-2], env[len(env)-1] = "SSL_CERT_FILE="+filepath.Join(empty, "none.pem"), "SSL_CERT_DIR="+empty
+	one := filepath.Join(dir, "one.txt")
+	_ = os.WriteFile(one, []byte(lines[0]+"\n"), 0o600)
+	for _, args := range [][]string{
+		{"batch", one, "--limiter", "off", "--retry", "0"},
+		{"get", "/v2/audits/" + emulator.AuditID(1), "--limiter", "off", "--retry", "0"},
+	} {
+		c := exec.Command(bin, args...)
+		c.Env = env
+		out, _ := c.CombinedOutput()
+		if !strings.Contains(string(out), "certificate signed by unknown authority") || !strings.Contains(string(out), "nothing was sent") {
+			t.Errorf("%s with an untrusted certificate:\n%s", args[0], out)
+		}
+	}
+	if n := em.Stats().Requests; n != 11 {
+		t.Errorf("%d requests after the refused handshakes, want 11", n)
 	}
 }
 

@@ -75,7 +75,7 @@ func Decide(a Attempt) Decision {
 	r := a.Response
 	if r == nil {
 		if !a.Sent {
-			return Decision{Verdict: Again, Why: "no connection made, nothing was sent"}
+			return Decision{Verdict: Again, Why: "no connection made (" + errText(a.Err) + "), nothing was sent"}
 		}
 		if safe {
 			return Decision{Verdict: Again, Ran: true, Why: "sent, then " + errText(a.Err)}

@@ -2,6 +2,7 @@ package retry
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
@@ -80,11 +81,27 @@ type dialError struct{ err error }
 func (e *dialError) Error() string { return e.err.Error() }
 func (e *dialError) Unwrap() error { return e.err }
 
+// dial connects, and for https makes the TLS handshake here rather than on the first write, so
+// that a refused certificate, like a refused connection, is "nothing was sent".
 func (f *FastClient) dial(addr string, timeout time.Duration) (net.Conn, error) {
-	d := net.Dialer{Timeout: min(timeout, 30*time.Second), KeepAlive: 30 * time.Second}
+	if timeout <= 0 || timeout > 30*time.Second {
+		timeout = 30 * time.Second // as NewTransport's dialer
+	}
+	d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
 	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		return nil, &dialError{err}
+	}
+	if f.hc.IsTLS {
+		host, _, _ := net.SplitHostPort(addr)
+		tc := tls.Client(c, &tls.Config{ServerName: host, NextProtos: []string{"http/1.1"}})
+		_ = tc.SetDeadline(time.Now().Add(timeout))
+		if err := tc.Handshake(); err != nil {
+			_ = c.Close()
+			return nil, &dialError{err}
+		}
+		_ = tc.SetDeadline(time.Time{})
+		c = tc
 	}
 	t := &trackedConn{Conn: c, f: f}
 	f.mu.Lock()
@@ -115,6 +132,9 @@ type trackedConn struct {
 	once sync.Once
 }
 
+// Handshake tells fasthttp that the connection needs no TLS handshake of its own: dial made it.
+func (c *trackedConn) Handshake() error { return nil }
+
 func (c *trackedConn) Close() error {
 	c.once.Do(func() {
 		c.f.mu.Lock()
@@ -124,7 +144,7 @@ func (c *trackedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// send makes one attempt through the fast client. sent is false only when no connection was
+// sendFast makes one attempt through the fast client. sent is false only when no connection was
 // made; a connection that fails after that counts as sent, which is why the engine sends here
 // only calls that it repeats either way.
 func (c *call) sendFast(ctx context.Context, f *FastClient, header http.Header, timeout time.Duration) (resp *Response, sent bool, err error) {
