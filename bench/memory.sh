@@ -18,7 +18,7 @@ printf 'memory: %d lines, peak RSS %.1f MiB (target ≤ 64 MiB), wall %s\n' "$LI
 # A 1 GiB response body goes to stdout as it arrives.
 BRELLIUM_ACCESS_TOKEN=bench /usr/bin/time -v "$BRELLIUM" get "/_emulator/blob?bytes=1073741824" --base-url "$EMU_URL" \
   --limiter off -s >"$BENCH_TMP/blob.out" 2>"$BENCH_TMP/time2.txt" || true
-size=$(stat -c %s "$BENCH_TMP/blob.out"); rm -f "$BENCH_TMP/blob.out"
+size=$(wc -c <"$BENCH_TMP/blob.out"); rm -f "$BENCH_TMP/blob.out"  # not stat: lib.sh has a stat()
 rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$BENCH_TMP/time2.txt")
 wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$BENCH_TMP/time2.txt")
 printf 'memory: a %d-byte body, peak RSS %.1f MiB (target ≤ 64 MiB), wall %s\n' "$size" "$(python3 -c "print($rss/1024)")" "$wall"

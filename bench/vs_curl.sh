@@ -3,10 +3,11 @@
 # loopback, both run side by side in one run. Prints ratios.
 #   1. single-call latency: CALLS calls each of `brellium get` and `curl -s`, interleaved;
 #      the median process wall time, and brellium's ÷ curl's (target ≤ 1.3).
-#   2. throughput: N GETs at concurrency 32 through `brellium batch`, `curl --parallel
-#      --parallel-max 32 -K config` and `xargs -P 32 curl`; requests per second, and brellium's
-#      ÷ curl --parallel's (target ≥ 1.2).
-# Usage: bench/vs_curl.sh   (env: CALLS=200 N=20000)
+#   2. throughput: N GETs at concurrency 32 through `brellium batch` (and again with
+#      BRELLIUM_BATCH_CLIENT=net, net/http alone), `curl --parallel --parallel-max 32 -K config`
+#      and `xargs -P 32 curl`; requests per second, and brellium's ÷ curl --parallel's
+#      (target ≥ 1.2).
+# Usage: bench/vs_curl.sh   (env: CALLS=200 N=20000 ROUNDS=5)
 source "$(dirname "$0")/lib.sh"
 CALLS=${CALLS:-200} N=${N:-20000}
 build_brellium
@@ -37,12 +38,13 @@ for i in $(seq 1 "$N"); do printf 'GET /v2/audits/00000000-0000-4000-8000-%012d\
 awk -v url="$EMU_URL" '{ print "url = \"" url $2 "\"\noutput = \"/dev/null\"" }' "$BENCH_TMP/in.txt" >"$BENCH_TMP/curl.cfg"
 awk -v url="$EMU_URL" '{ print url $2 }' "$BENCH_TMP/in.txt" >"$BENCH_TMP/urls.txt"
 
-python3 - "$BRELLIUM" "$EMU_URL" "$BENCH_TMP" "$N" "${ROUNDS:-3}" <<'PY'
+python3 - "$BRELLIUM" "$EMU_URL" "$BENCH_TMP" "$N" "${ROUNDS:-5}" <<'PY'
 import statistics, subprocess, sys, time
 bin, url, tmp, n, rounds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+batch = [bin, "batch", f"{tmp}/in.txt", "--base-url", url, "--limiter", "off", "--concurrency", "32", "-o", "/dev/null"]
 ways = {
-    "brellium batch --concurrency 32": [bin, "batch", f"{tmp}/in.txt", "--base-url", url, "--limiter", "off",
-                                        "--concurrency", "32", "-o", "/dev/null"],
+    "brellium batch --concurrency 32": batch,
+    "  the same, BRELLIUM_BATCH_CLIENT=net": ["env", "BRELLIUM_BATCH_CLIENT=net"] + batch,
     "curl --parallel --parallel-max 32": ["curl", "-s", "--parallel", "--parallel-max", "32",
                                           "-H", "Authorization: Bearer bench", "-K", f"{tmp}/curl.cfg"],
     "xargs -P 32 curl (50 URLs each)": ["sh", "-c", f"xargs -P 32 -n 50 curl -s -H 'Authorization: Bearer bench' < {tmp}/urls.txt"],
@@ -56,7 +58,8 @@ for _ in range(rounds):  # interleaved, so that drift in the machine hits every 
 med = {k: statistics.median(v) for k, v in rps.items()}
 for name, v in med.items():
     print(f"   {name:36s} {v:8.0f} req/s (median of {rounds})")
-b, c, x = med.values()
+b, bn, c, x = med.values()
 print(f"   ratio brellium ÷ curl --parallel: {b/c:.2f} (target ≥ 1.2)")
+print(f"   ratio brellium (net/http) ÷ curl --parallel: {bn/c:.2f}")
 print(f"   ratio brellium ÷ xargs curl:      {b/x:.2f}")
 PY

@@ -2,7 +2,9 @@ package emulator
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -455,5 +457,16 @@ func TestSeedMakesRequestIDsReproducible(t *testing.T) {
 	a, b := New(Config{Seed: 42}), New(Config{Seed: 42})
 	if x, y := a.requestID(), b.requestID(); x != y || !uuidRE.MatchString(x) {
 		t.Errorf("seeded ids %s %s", x, y)
+	}
+}
+
+func TestFormatUUID(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for range 1000 {
+		a, b := rnd.Uint64(), rnd.Uint64()
+		want := fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", a>>32, (a>>16)&0xffff, a&0xffff, b>>48, b&0xffffffffffff)
+		if got := formatUUID(a, b); got != want {
+			t.Fatalf("formatUUID(%x, %x) = %s, want %s", a, b, got, want)
+		}
 	}
 }

@@ -6,9 +6,10 @@ package emulator
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -224,9 +225,26 @@ func (s *Server) requestID() string {
 	s.mu.Lock()
 	a, b := s.rnd.Uint64(), s.rnd.Uint64()
 	s.mu.Unlock()
-	a = a&^0xf000 | 0x4000
-	b = b&^(0xc<<60) | 0x8<<60
-	return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", a>>32, (a>>16)&0xffff, a&0xffff, b>>48, b&0xffffffffffff)
+	return formatUUID(a&^0xf000|0x4000, b&^(0xc<<60)|0x8<<60)
+}
+
+// formatUUID writes a and b as fmt's "%08x-%04x-%04x-%04x-%012x" of the five fields would, at a
+// tenth of the cost: the emulator answers tens of thousands of requests a second in benchmarks.
+func formatUUID(a, b uint64) string {
+	var raw [16]byte
+	binary.BigEndian.PutUint64(raw[:8], a)
+	binary.BigEndian.PutUint64(raw[8:], b)
+	var out [36]byte
+	hex.Encode(out[0:8], raw[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], raw[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], raw[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], raw[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:36], raw[10:16])
+	return string(out[:])
 }
 
 // envelope is the API's error object, in the documented field order.
