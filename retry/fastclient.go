@@ -47,6 +47,13 @@ func NewFastClient(ctx context.Context, base *url.URL, maxConns int) *FastClient
 		NoDefaultUserAgentHeader: true,
 		DisablePathNormalizing:   true,
 		StreamResponseBody:       true,
+		// A response's headers must fit in the read buffer; fasthttp's 4 KiB is less than some
+		// APIs send (cookies, policies). net/http takes up to 10 MiB; 64 KiB covers what we have
+		// seen, at 64 KiB a connection.
+		ReadBufferSize: 64 << 10,
+		// fasthttp's errors may quote the answer's raw headers, cookies included; a brellium
+		// error line never holds a secret.
+		SecureErrorLogMessage: true,
 		// The engine alone repeats calls, so that every request the server sees is an attempt
 		// the user sees: fasthttp sends each request once. To keep a server's closing of an idle
 		// connection from costing an attempt, idle connections are dropped after 4 s, under the

@@ -301,7 +301,8 @@ func TestFastClientStopsWithItsContext(t *testing.T) {
 	}
 }
 
-// Bodies of every framing: chunked, HEAD, and a 2xx too large to keep, which is cut.
+// Bodies of every framing: chunked, HEAD, a 2xx too large to keep (cut), large headers, and a
+// body that ends when the server closes the connection.
 func TestFastClientBodies(t *testing.T) {
 	big := strings.Repeat("x", StreamAfter+10)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -314,6 +315,14 @@ func TestFastClientBodies(t *testing.T) {
 			}
 		case "/big":
 			_, _ = w.Write([]byte(big))
+		case "/big-header":
+			w.Header().Set("X-Large", strings.Repeat("h", 40<<10))
+			_, _ = w.Write([]byte(`{"a":2}`))
+		case "/until-close":
+			conn, buf, _ := w.(http.Hijacker).Hijack()
+			_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{\"a\":3}")
+			_ = buf.Flush()
+			_ = conn.Close()
 		default:
 			w.Header().Set("Content-Length", "7")
 			_, _ = w.Write([]byte(`{"a":1}`))
@@ -342,5 +351,11 @@ func TestFastClientBodies(t *testing.T) {
 	}
 	if r := get("GET", "/small"); string(r.Body) != `{"a":1}` {
 		t.Errorf("after the big one, the connection serves again: %q", r.Body)
+	}
+	if r := get("GET", "/big-header"); string(r.Body) != `{"a":2}` || len(r.Header.Get("X-Large")) != 40<<10 {
+		t.Errorf("40 KiB header: %q", r.Body)
+	}
+	if r := get("GET", "/until-close"); string(r.Body) != `{"a":3}` || !r.JSON {
+		t.Errorf("a body that ends with the connection: %q", r.Body)
 	}
 }
