@@ -60,7 +60,10 @@ client budget. A line is JSON, {"id":"a","method":"GET","path":"/v2/…","body":
 Every request line yields one JSON line on stdout (or -o FILE), in completion order:
 {"line":12,"id":"…","method":"GET","path":"/v2/…","status":200,"outcome":"ok","attempts":1,
 "request_id":"…","elapsed_ms":35,"body":…}. With --journal, a rerun with the same input sends
-only what is not done, and never sends again an unsafe line that may have run.`,
+only what is not done, and never sends again an unsafe line that may have run.
+
+Lines that may be repeated go out over a lean HTTP/1.1 client; BRELLIUM_BATCH_CLIENT=net sends
+every line through Go's net/http instead.`,
 		Example: `  brellium batch audits.txt --emulator
   brellium batch requests.jsonl --concurrency 8 --journal run.journal -o results.jsonl
   brellium batch big.jsonl --shard 2/4 --limiter redis://127.0.0.1:6379/0
