@@ -504,7 +504,8 @@ func (c *call) requestHeader(auth string) http.Header {
 
 // fast reports whether the attempt goes through the engine's FastClient: a call to its origin
 // that is repeated whatever became of an attempt without an answer (so "sent" cannot change the
-// decision), without -L, and without a Host header of the user's, which net/http would not send.
+// decision), without -L, and without a framing header of the user's (Host, Content-Length,
+// Transfer-Encoding), which net/http ignores and fasthttp would obey.
 func (c *call) fast(header http.Header) bool {
 	f := c.e.Fast
 	if f == nil || c.p.FollowRedirects || !c.class.Safe || !f.Serves(c.spec.URL) {
@@ -513,8 +514,12 @@ func (c *call) fast(header http.Header) bool {
 	if r := c.class.Rule; r != nil && len(r.DoneAfterRun) > 0 {
 		return false
 	}
-	_, host := header["Host"]
-	return !host
+	for _, k := range [...]string{"Host", "Content-Length", "Transfer-Encoding"} {
+		if _, set := header[k]; set {
+			return false
+		}
+	}
+	return true
 }
 
 // reply is a status line and headers, with the body still to read.
