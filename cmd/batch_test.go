@@ -60,6 +60,15 @@ func parseResults(t *testing.T, out string) map[int]resultLine {
 	return got
 }
 
+// auditGETs is n batch lines: GET the emulator's audits 1 to n.
+func auditGETs(n int) []string {
+	lines := make([]string, n)
+	for i := range lines {
+		lines[i] = "GET /v2/audits/" + emulator.AuditID(i+1)
+	}
+	return lines
+}
+
 func writeInput(t *testing.T, lines ...string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "in.txt")
@@ -206,10 +215,7 @@ func TestBatchExitCodePrecedence(t *testing.T) {
 
 func TestBatchBlockStopsEveryWorker(t *testing.T) {
 	h := newHarness(t, emulator.Config{})
-	var lines []string
-	for i := 1; i <= 40; i++ {
-		lines = append(lines, "GET /v2/audits/"+emulator.AuditID(i))
-	}
+	lines := auditGETs(40)
 	blockedPath := "/v2/audits/" + emulator.AuditID(5)
 	h.em.Script(emulator.Fault{Path: blockedPath, Status: 403, Bare: true})
 	// Line 5's answer waits for the other worker's next request, which is held (up to 10 s)
@@ -269,10 +275,7 @@ func TestBatchBlockStopsEveryWorker(t *testing.T) {
 
 func TestBatchShard(t *testing.T) {
 	h := newHarness(t, emulator.Config{})
-	var lines []string
-	for i := 1; i <= 9; i++ {
-		lines = append(lines, "GET /v2/audits/"+emulator.AuditID(i))
-	}
+	lines := auditGETs(9)
 	r := h.run("batch", writeInput(t, lines...), "--shard", "2/3")
 	got := parseResults(t, r.out)
 	if r.code != 0 || len(got) != 3 || got[1].Outcome != "ok" || got[4].Outcome != "ok" || got[7].Outcome != "ok" {
@@ -331,10 +334,7 @@ func TestBatchJournalReportsAStartedUnsafeLineAsUnknown(t *testing.T) {
 
 func TestBatchRetryBudget(t *testing.T) {
 	h := newHarness(t, emulator.Config{})
-	var lines []string
-	for i := 1; i <= 30; i++ {
-		lines = append(lines, "GET /v2/audits/"+emulator.AuditID(i))
-	}
+	lines := auditGETs(30)
 	h.em.Script(emulator.Fault{Status: 503, Times: 1000})
 	code, out, errOut := h.batchWith(func(o *BatchOptions) { o.BreakerFailures = 1 << 30 },
 		writeInput(t, lines...), "--retry", "4", "--concurrency", "1")
@@ -371,10 +371,7 @@ func (h *harness) batchWith(tune func(*BatchOptions), args ...string) (code int,
 
 func TestBatchBreakerPausesThenProbes(t *testing.T) {
 	h := newHarness(t, emulator.Config{})
-	var lines []string
-	for i := 1; i <= 12; i++ {
-		lines = append(lines, "GET /v2/audits/"+emulator.AuditID(i))
-	}
+	lines := auditGETs(12)
 	h.em.Script(emulator.Fault{Status: 503, Times: 5})
 	start := time.Now()
 	code, out, errOut := h.batchWith(func(o *BatchOptions) { o.BreakerFailures, o.BreakerCooldown = 3, 50*time.Millisecond },
@@ -421,10 +418,7 @@ func TestBatchOverHTTPS(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := filepath.Join(dir, "in.txt")
-	var lines []string
-	for i := 1; i <= 10; i++ {
-		lines = append(lines, "GET /v2/audits/"+emulator.AuditID(i))
-	}
+	lines := auditGETs(10)
 	_ = os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
 	env := append(os.Environ(), "BRELLIUM_BASE_URL="+srv.URL, "BRELLIUM_ACCESS_TOKEN=t", "BRELLIUM_CACHE_DIR="+dir,
 		"SSL_CERT_FILE="+ca, "SSL_CERT_DIR="+dir)

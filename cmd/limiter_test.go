@@ -20,10 +20,7 @@ func runFourShards(t *testing.T, limiter string) emulator.Stats {
 	bin := buildBinary(t)
 	em := startEmulator(t, emulator.Config{Burst: 100, Rate: 200, Audits: 1000})
 	dir := t.TempDir()
-	var lines []string
-	for i := 1; i <= 1000; i++ {
-		lines = append(lines, "GET /v2/audits/"+emulator.AuditID(i))
-	}
+	lines := auditGETs(1000)
 	in := filepath.Join(dir, "in.txt")
 	_ = os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
 	var wg sync.WaitGroup
