@@ -251,10 +251,10 @@ func (b *batchRun) fatalErr() error {
 
 func runBatch(ctx context.Context, f *Factory, g *GlobalOptions, o *BatchOptions) error {
 	ios := f.IOStreams
-	if err := ios.SetColorMode(g.Color, false); err != nil {
-		return request.Usagef("%v", err)
+	logger, err := newLogger(f, g, o.RequestOptions)
+	if err != nil {
+		return err
 	}
-	logger := output.NewLogger(ios, output.LogOptions{Format: o.LogFormat, Silent: o.Silent, Verbose: o.Verbose})
 	start := time.Now()
 	report := func(err error, attempts int) error {
 		logger.Done(output.Final{Outcome: OutcomeName(err), ExitCode: ExitCode(err), Elapsed: time.Since(start), Err: err, Attempts: attempts})

@@ -207,12 +207,21 @@ func buildSpec(o *RequestOptions, body []byte, base *url.URL) (*request.Spec, er
 	})
 }
 
+// newLogger settles --color for the command and returns its attempt log, as -s, -v and
+// --log-format say.
+func newLogger(f *Factory, g *GlobalOptions, o *RequestOptions) (*output.Logger, error) {
+	if err := f.IOStreams.SetColorMode(g.Color, false); err != nil {
+		return nil, request.Usagef("%v", err)
+	}
+	return output.NewLogger(f.IOStreams, output.LogOptions{Format: o.LogFormat, Silent: o.Silent, Verbose: o.Verbose}), nil
+}
+
 func runRequest(ctx context.Context, f *Factory, g *GlobalOptions, o *RequestOptions) error {
 	ios := f.IOStreams
-	if err := ios.SetColorMode(g.Color, false); err != nil {
-		return request.Usagef("%v", err)
+	logger, err := newLogger(f, g, o)
+	if err != nil {
+		return err
 	}
-	logger := output.NewLogger(ios, output.LogOptions{Format: o.LogFormat, Silent: o.Silent, Verbose: o.Verbose})
 	start := time.Now()
 	var sess *session
 	finish := func(res *retry.Result, err error) error {
