@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -267,11 +266,9 @@ func runBatch(ctx context.Context, f *Factory, g *GlobalOptions, o *BatchOptions
 	if err != nil {
 		return report(err, 0)
 	}
-	if os.Getenv("GOGC") == "" {
-		// A batch's live heap stays a few MiB (a million lines peak at about 25 MiB RSS), and
-		// the collector's default pace cost a tenth of its throughput (bench/README.md).
-		defer debug.SetGCPercent(debug.SetGCPercent(200))
-	}
+	// A batch's live heap stays a few MiB (a million lines peak at about 25 MiB RSS), and the
+	// collector's default pace cost a tenth of its throughput (README, Performance).
+	defer paceGC(200)()
 	ratio, _ := parseBudget(o.RetryBudget)
 	k, n, _ := parseShard(o.Shard)
 	in, err := openInput(f, o.Input, k, n)

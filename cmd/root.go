@@ -53,6 +53,16 @@ func (f *Factory) transport() http.RoundTripper {
 	return retry.NewTransport()
 }
 
+// paceGC sets the collector's pace (GOGC percent) for a long-running command, unless the user
+// set GOGC, and returns what restores it.
+func paceGC(percent int) (restore func()) {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	old := debug.SetGCPercent(percent)
+	return func() { debug.SetGCPercent(old) }
+}
+
 // reportedError is an error that the command has already shown on stderr.
 type reportedError struct{ err error }
 
