@@ -201,12 +201,12 @@ func (c *call) sendFast(ctx context.Context, f *FastClient, header http.Header, 
 	for k, v := range fr.Header.All() {
 		h.Add(string(k), string(v))
 	}
-	text := string(fr.Header.StatusMessage())
-	if text == "" {
-		text = http.StatusText(status)
+	statusText := "" // NewResponse writes the standard text for a status line without one
+	if m := fr.Header.StatusMessage(); len(m) > 0 {
+		statusText = strconv.Itoa(status) + " " + string(m)
 	}
 	a := reply{
-		status: status, statusText: strconv.Itoa(status) + " " + text, proto: string(fr.Header.Protocol()),
+		status: status, statusText: statusText, proto: string(fr.Header.Protocol()),
 		header: h, contentLength: int64(fr.Header.ContentLength()),
 		body: fr.BodyStream(),
 	}
