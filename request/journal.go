@@ -2,6 +2,7 @@ package request
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,8 +67,9 @@ func OpenJournal(path, input, sha string) (*Journal, error) {
 		return nil, Usagef("--journal %s: %v", path, err)
 	}
 	fresh := len(data) == 0
+	keep := len(data)
 	if !fresh {
-		if err := j.load(path, data, sha); err != nil {
+		if keep, err = j.load(path, data, sha); err != nil {
 			return nil, err
 		}
 	}
@@ -76,8 +78,15 @@ func OpenJournal(path, input, sha string) (*Journal, error) {
 		return nil, Usagef("--journal %s: %v", path, err)
 	}
 	j.f, j.w = f, bufio.NewWriter(f)
-	if !fresh && data[len(data)-1] != '\n' {
-		// A torn last record from a crash: end it so the next record starts on its own line.
+	if keep < len(data) {
+		// A torn last record from a crash: cut it off, so that it never stands in the middle.
+		if err := f.Truncate(int64(keep)); err != nil {
+			f.Close()
+			return nil, Usagef("--journal %s: cutting off a torn last record: %v", path, err)
+		}
+	}
+	if !fresh && data[keep-1] != '\n' {
+		// A whole last record that lost its line end: end it.
 		_ = j.w.WriteByte('\n')
 	}
 	if fresh {
@@ -91,25 +100,30 @@ func OpenJournal(path, input, sha string) (*Journal, error) {
 	return j, nil
 }
 
-func (j *Journal) load(path string, data []byte, sha string) error {
+// load reads the records of an existing journal and returns how many bytes of data to keep: all
+// of them, or up to a torn last record.
+func (j *Journal) load(path string, data []byte, sha string) (int, error) {
+	keep := len(data)
 	lines := splitLines(data)
 	if len(lines) == 0 {
-		return Usagef("--journal %s is not a brellium journal; give another path", path)
+		return 0, Usagef("--journal %s is not a brellium journal; give another path", path)
 	}
 	var head journalRecord
 	if err := json.Unmarshal(lines[0], &head); err != nil || head.V != 1 {
-		return Usagef("--journal %s is not a brellium journal (its first line is not a v1 header); give another path", path)
+		return 0, Usagef("--journal %s is not a brellium journal (its first line is not a v1 header); give another path", path)
 	}
 	if head.SHA256 != "" && sha != "" && head.SHA256 != sha {
-		return Usagef("--journal %s belongs to another input (%s, sha256 %.12s…); this input's sha256 is %.12s…: use another journal, or the same input", path, head.Input, head.SHA256, sha)
+		return 0, Usagef("--journal %s belongs to another input (%s, sha256 %.12s…); this input's sha256 is %.12s…: use another journal, or the same input", path, head.Input, head.SHA256, sha)
 	}
 	for i, raw := range lines[1:] {
 		var r journalRecord
 		if err := json.Unmarshal(raw, &r); err != nil || r.Line <= 0 {
 			if i == len(lines)-2 {
-				break // a torn last record: the process died while writing it
+				// A torn last record: the process died while writing it.
+				keep = bytes.LastIndex(data, raw)
+				break
 			}
-			return Usagef("--journal %s: record %d is damaged; refusing to guess what was sent", path, i+2)
+			return 0, Usagef("--journal %s: record %d is damaged; refusing to guess what was sent", path, i+2)
 		}
 		h, _ := strconv.ParseUint(r.Hash, 16, 64)
 		e := journalEntry{line: r.Line, hash: h}
@@ -135,7 +149,7 @@ func (j *Journal) load(path string, data []byte, sha string) error {
 		out = append(out, e)
 	}
 	j.entries = out
-	return nil
+	return keep, nil
 }
 
 func splitLines(data []byte) [][]byte {
