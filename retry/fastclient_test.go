@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -363,4 +364,84 @@ func TestFastClientBodies(t *testing.T) {
 	if r := get("GET", "/until-close"); string(r.Body) != `{"a":3}` || !r.JSON {
 		t.Errorf("a body that ends with the connection: %q", r.Body)
 	}
+}
+
+// Both clients keep a status line's own reason phrase and supply the standard one when the
+// line has none; the fast client reaches the default ports of its origin's scheme.
+func TestStatusTextOnBothClients(t *testing.T) {
+	for _, line := range []string{"HTTP/1.1 200 Fine", "HTTP/1.1 200"} {
+		addr := rawAnswer(t, line+"\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+		base, _ := url.Parse("http://" + addr)
+		spec, _ := request.New(base, request.Options{Target: "/v2/audits/a"})
+		want := "200 Fine"
+		if line == "HTTP/1.1 200" {
+			want = "200 OK"
+		}
+		for _, e := range []*Engine{
+			{Transport: NewTransport(), Clock: newFakeClock()},
+			{Fast: NewFastClient(t.Context(), base, 1), Clock: newFakeClock()},
+		} {
+			res, err := e.Do(context.Background(), spec, Policy{})
+			if err != nil || res.Response.StatusText != want || string(res.Response.Body) != "{}" {
+				t.Errorf("%q (fast %v): %v %+v, want status text %q", line, e.Fast != nil, err, res, want)
+			}
+		}
+	}
+	for raw, want := range map[string]string{"https://h": "h:443", "http://h": "h:80", "http://h:81": "h:81", "https://[::1]": "[::1]:443"} {
+		u, _ := url.Parse(raw)
+		if got := hostPort(u); got != want {
+			t.Errorf("hostPort(%s) = %s, want %s", raw, got, want)
+		}
+	}
+}
+
+// rawAnswer serves every connection one fixed answer after reading its request.
+func rawAnswer(t *testing.T, answer string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					_, _ = io.Copy(io.Discard, req.Body)
+					if _, err := io.WriteString(c, answer); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return l.Addr().String()
 }

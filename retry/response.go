@@ -96,7 +96,8 @@ type Response struct {
 // NewResponse parses the parts of an answer that the retry policy reads.
 func NewResponse(status int, statusText, proto string, h http.Header, body []byte) *Response {
 	r := &Response{Status: status, StatusText: statusText, Proto: proto, Header: h, Body: body}
-	if r.StatusText == "" {
+	if !strings.Contains(strings.TrimSpace(statusText), " ") {
+		// A status line without a reason phrase: net/http gives the code alone, fasthttp nothing.
 		r.StatusText = strconv.Itoa(status) + " " + http.StatusText(status)
 	}
 	r.JSON = isJSONType(h.Get("Content-Type")) && json.Valid(body)
@@ -211,10 +212,9 @@ func Backoff(n int, base, cap time.Duration, rnd float64) time.Duration {
 		n = 1
 	}
 	ceiling := cap
-	if n-1 < 62 {
-		if c := float64(base) * math.Pow(2, float64(n-1)); c < float64(cap) {
-			ceiling = time.Duration(c)
-		}
+	// For a large n the power is +Inf, which is never below the cap.
+	if c := float64(base) * math.Pow(2, float64(n-1)); c < float64(cap) {
+		ceiling = time.Duration(c)
 	}
 	if ceiling < 0 {
 		ceiling = 0
