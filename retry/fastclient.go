@@ -91,10 +91,10 @@ func (e *dialError) Unwrap() error { return e.err }
 // dial connects, and for https makes the TLS handshake here rather than on the first write, so
 // that a refused certificate, like a refused connection, is "nothing was sent".
 func (f *FastClient) dial(addr string, timeout time.Duration) (net.Conn, error) {
-	if timeout <= 0 || timeout > 30*time.Second {
-		timeout = 30 * time.Second // as NewTransport's dialer
+	if timeout <= 0 || timeout > dialTimeout {
+		timeout = dialTimeout
 	}
-	d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	d := net.Dialer{Timeout: timeout, KeepAlive: keepAlive}
 	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		return nil, &dialError{err}

@@ -14,7 +14,7 @@ import (
 // unknown".
 func NewTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: keepAlive}
 	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := d.DialContext(ctx, network, addr)
 		if err != nil {
@@ -25,6 +25,12 @@ func NewTransport() *http.Transport {
 	t.MaxIdleConnsPerHost = 256
 	return t
 }
+
+// dialTimeout and keepAlive are net/http's defaults; both clients dial with them.
+const (
+	dialTimeout = 30 * time.Second
+	keepAlive   = 30 * time.Second
+)
 
 // countingConn is a connection that counts the bytes written to it.
 type countingConn struct {
