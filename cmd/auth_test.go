@@ -109,18 +109,19 @@ func TestWrongSecretIsAnAuthError(t *testing.T) {
 }
 
 func TestUntrustworthyCacheFilesAreReplaced(t *testing.T) {
-	cases := map[string]func(path string){
-		"corrupt": func(p string) { _ = os.WriteFile(p, []byte("{not json"), 0o600) },
-		"open to others": func(p string) {
+	// Each plant takes the subtest's own t, so that a skip skips the subtest alone.
+	cases := map[string]func(t *testing.T, path string){
+		"corrupt": func(_ *testing.T, p string) { _ = os.WriteFile(p, []byte("{not json"), 0o600) },
+		"open to others": func(_ *testing.T, p string) {
 			_ = os.WriteFile(p, []byte(`{"access_token":"planted","expires_at":"2099-01-01T00:00:00Z"}`), 0o644)
 		},
-		"foreign-owned": func(p string) {
+		"foreign-owned": func(t *testing.T, p string) {
 			_ = os.WriteFile(p, []byte(`{"access_token":"planted","expires_at":"2099-01-01T00:00:00Z"}`), 0o600)
 			if err := os.Chown(p, 65534, 65534); err != nil {
 				t.Skipf("cannot chown as this user: %v", err)
 			}
 		},
-		"another origin": func(p string) {
+		"another origin": func(_ *testing.T, p string) {
 			_ = os.WriteFile(p, []byte(`{"access_token":"planted","expires_at":"2099-01-01T00:00:00Z","base_url":"https://elsewhere","client_id":"client-1"}`), 0o600)
 		},
 	}
@@ -129,7 +130,7 @@ func TestUntrustworthyCacheFilesAreReplaced(t *testing.T) {
 			h := newAuthHarness(t, emulator.Config{})
 			path := h.tokenPath()
 			_ = os.MkdirAll(filepath.Dir(path), 0o700)
-			plant(path)
+			plant(t, path)
 			r := h.run("get", "/v2/audits/"+emulator.SampleAuditID, "-v")
 			if r.code != 0 || h.em.Stats().Mints != 1 {
 				t.Fatalf("exit %d mints %d\n%s", r.code, h.em.Stats().Mints, r.errOut)
@@ -239,9 +240,16 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		}
 		h.em.Script(emulator.Fault{Path: "/v2/users", Status: 503, Execute: true},
 			emulator.Fault{Path: sample, Status: 401, Code: "TOKEN_EXPIRED"})
+		// The batch reads lines that go through every path above: an answer, an API error, a
+		// refused write, and a 401.
+		h.stdin = strings.Join([]string{"GET " + sample, "GET /v2/audits/missing", `POST /v2/users {"email":"y@example.com"}`, "GET " + sample}, "\n")
 		var outputs []string
 		for _, args := range runs {
+			before := h.em.Stats().Requests
 			r := h.run(args...)
+			if args[0] == "batch" && h.em.Stats().Requests-before < 4 {
+				t.Fatalf("%s: the batch sent %d requests, want its 4 lines at least:\n%s%s", creds, h.em.Stats().Requests-before, r.out, r.errOut)
+			}
 			outputs = append(outputs, fmt.Sprintf("%v:\n%s%s", args, r.out, r.errOut))
 		}
 		secrets := []string{"tok-SECRET-static", `"s3cret"`, "secret=s3cret"}

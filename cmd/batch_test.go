@@ -353,6 +353,12 @@ func TestBatchRetryBudget(t *testing.T) {
 // batchWith parses argv into BatchOptions, lets tune change what no flag sets, and runs the batch.
 func (h *harness) batchWith(tune func(*BatchOptions), args ...string) (code int, out, errOut string) {
 	h.t.Helper()
+	return h.batchWithCtx(context.Background(), tune, args...)
+}
+
+// batchWithCtx is batchWith with a context of the test's, which may end with an *Interrupted.
+func (h *harness) batchWithCtx(ctx context.Context, tune func(*BatchOptions), args ...string) (code int, out, errOut string) {
+	h.t.Helper()
 	ios, _, o, e := output.Test()
 	f := &Factory{IOStreams: ios, Getenv: func(k string) string { return h.env[k] }, Clock: h.clock, Rand: func() float64 { return 0.5 }}
 	var opts *BatchOptions
@@ -365,7 +371,7 @@ func (h *harness) batchWith(tune func(*BatchOptions), args ...string) (code int,
 		h.t.Fatal(err)
 	}
 	tune(opts)
-	err := runBatch(context.Background(), f, g, opts)
+	err := runBatch(ctx, f, g, opts)
 	return ExitCode(err), o.String(), e.String()
 }
 
@@ -391,13 +397,37 @@ func TestBatchBreakerPausesThenProbes(t *testing.T) {
 	}
 }
 
+// An interrupt in the middle of a batch stops taking lines, lets the request in flight finish,
+// writes every finished line, and exits 130.
 func TestBatchInterruptFlushesAndExits130(t *testing.T) {
 	h := newHarness(t, emulator.Config{})
 	ctx, cancel := context.WithCancelCause(context.Background())
-	cancel(&Interrupted{Signal: os.Interrupt})
-	r := h.runCtx(ctx, "batch", writeInput(t, "GET /v2/audits/"+emulator.SampleAuditID))
+	var arrived atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if arrived.Add(1) == 3 {
+			cancel(&Interrupted{Signal: os.Interrupt})
+		}
+		h.em.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	h.env["BRELLIUM_BASE_URL"] = srv.URL
+	r := h.runCtx(ctx, "batch", writeInput(t, auditGETs(10)...), "--concurrency", "1")
 	if r.code != 130 {
 		t.Fatalf("exit %d, want 130:\n%s", r.code, r.errOut)
+	}
+	got := parseResults(t, r.out)
+	if n := h.em.Stats().Requests; n != 3 {
+		t.Fatalf("%d requests, want 3: no line is sent after the interrupt", n)
+	}
+	for n := 1; n <= 3; n++ {
+		if got[n].Outcome != "ok" {
+			t.Errorf("line %d, answered before or during the interrupt: %+v", n, got[n])
+		}
+	}
+	for n, l := range got {
+		if n > 3 && l.Outcome == "ok" {
+			t.Errorf("line %d is ok, but it was never sent", n)
+		}
 	}
 }
 

@@ -47,6 +47,10 @@ type harness struct {
 	env   map[string]string
 	tty   bool
 	color string
+	// stdin is what the next run reads on standard input.
+	stdin string
+	// transport, when set, replaces the runs' HTTP transport.
+	transport http.RoundTripper
 }
 
 func newHarness(t *testing.T, cfg emulator.Config) *harness {
@@ -81,10 +85,11 @@ func (h *harness) runArgs(args []string) result {
 
 func (h *harness) runFull(ctx context.Context, args []string) result {
 	h.t.Helper()
-	ios, _, out, errOut := output.Test()
+	ios, in, out, errOut := output.Test()
+	in.WriteString(h.stdin)
 	ios.SetTTY(h.tty, h.tty)
 	f := &Factory{IOStreams: ios, Getenv: func(k string) string { return h.env[k] }, Clock: h.clock,
-		Rand: func() float64 { return 0.5 }}
+		Rand: func() float64 { return 0.5 }, Transport: h.transport}
 	code := Run(ctx, f, args)
 	return result{code: code, out: out.String(), errOut: errOut.String()}
 }

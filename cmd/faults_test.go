@@ -2,12 +2,15 @@ package cmd
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +18,7 @@ import (
 	"time"
 
 	"github.com/brellium/brellium/emulator"
+	"github.com/brellium/brellium/retry"
 )
 
 // methodClass is one kind of call in the fault matrix.
@@ -50,7 +54,9 @@ type matrixFault struct {
 	// fault scripts the emulator (with the class's path filled in) ...
 	fault *emulator.Fault
 	// ... or raw serves the call from a listener of the test's own, returning the base URL.
-	raw          func(t *testing.T) string
+	raw func(t *testing.T) string
+	// transport, when set, is the runs' transport.
+	transport    func() http.RoundTripper
 	safe, unsafe []outcome // acceptable outcomes
 }
 
@@ -87,10 +93,10 @@ func matrixFaults(h *harness) []matrixFault {
 		{name: "JSON 422", fault: ef(422, "INVALID"), safe: one(1, 3), unsafe: one(1, 3)},
 		{name: "401", fault: ef(401, "UNAUTHORIZED"), safe: one(1, 7), unsafe: one(1, 7)},
 		{name: "connection refused", raw: refusedServer, safe: one(3, 4), unsafe: one(3, 4)},
-		// Whether any byte of an attempt left before the reset is a race: an attempt that wrote
-		// nothing is repeated, the first that wrote something ends an unsafe call (exit 6).
-		{name: "reset before the request is written", raw: rawServer(false, rstClose),
-			safe: one(3, 4), unsafe: []outcome{{1, 6}, {2, 6}, {3, 6}, {3, 4}}},
+		// The transport hands the connection over only once the server's reset has arrived, so
+		// no byte of any attempt can leave: even an unsafe write is repeated.
+		{name: "reset before the request is written", raw: rawServer(false, rstClose), transport: afterReset,
+			safe: one(3, 4), unsafe: one(3, 4)},
 		{name: "reset after the request is written", raw: rawServer(true, rstClose), safe: one(3, 4), unsafe: one(1, 6)},
 		{name: "accepts, never answers", raw: rawServer(true, hang), safe: one(3, 4), unsafe: one(1, 6)},
 		{name: "slow body", raw: rawServer(true, slowBody), safe: one(3, 4), unsafe: one(1, 6)},
@@ -132,6 +138,9 @@ func runCell(t *testing.T, f matrixFault, c methodClass) string {
 		h.em.Script(fault)
 	} else {
 		h.env["BRELLIUM_BASE_URL"] = f.raw(t)
+	}
+	if f.transport != nil {
+		h.transport = f.transport()
 	}
 	args := append(append([]string{}, c.args...), "--retry", "2", "--timeout", "300ms", "--max-time", "60", "--log-format", "json")
 	r := h.run(args...)
@@ -286,4 +295,25 @@ func redirectServer(t *testing.T) string {
 	srv := httptest.NewServer(http.RedirectHandler(other.URL+"/elsewhere", http.StatusFound))
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// afterReset is the counting transport with a dialer that returns a connection only after the
+// server has reset it: every write on it then fails before a byte leaves.
+func afterReset() http.RoundTripper {
+	t := retry.NewTransport()
+	dial := t.DialContext
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			c.Close()
+			return nil, fmt.Errorf("the test server did not reset the connection: %v", err)
+		}
+		_ = c.SetReadDeadline(time.Time{})
+		return c, nil
+	}
+	return t
 }

@@ -118,8 +118,48 @@ func TestBatchSignalFlushesOutputAndJournal(t *testing.T) {
 			ok++
 		}
 	}
+	// The journal agrees with the output: every line that ended has the same outcome in both,
+	// and no line ended in one without the other.
+	ends := journalEnds(t, filepath.Join(dir, "j"))
+	for n, r := range results {
+		if r.Outcome != "skipped" && ends[n] != r.Outcome {
+			t.Errorf("line %d: %q in the output, %q in the journal", n, r.Outcome, ends[n])
+		}
+	}
+	for n, o := range ends {
+		if results[n].Outcome != o {
+			t.Errorf("line %d: %q in the journal, %q in the output", n, o, results[n].Outcome)
+		}
+	}
+	if len(ends) == 0 || ok == 0 {
+		t.Fatalf("nothing ended before the interrupt (%d journal ends, %d ok lines): the test proves nothing", len(ends), ok)
+	}
 	if created := em.Stats().Created["documents"]; ok > created || created > ok+4 {
 		t.Errorf("%d lines ok in the output, %d documents created: more than the 4 in flight differ", ok, created)
 	}
 	t.Logf("SIGINT after %d requests: exit 130 after %v; %d result lines, %d ok", em.Stats().Requests, took.Round(time.Millisecond), len(results), ok)
+}
+
+// journalEnds reads a journal's "end" records: line number → outcome of its last end.
+func journalEnds(t *testing.T, path string) map[int]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends := map[int]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n")[1:] {
+		var r struct {
+			Line    int    `json:"line"`
+			State   string `json:"s"`
+			Outcome string `json:"outcome"`
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("a torn journal record after a graceful stop: %q", l)
+		}
+		if r.State == "end" {
+			ends[r.Line] = r.Outcome
+		}
+	}
+	return ends
 }

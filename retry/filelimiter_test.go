@@ -3,8 +3,11 @@ package retry
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,5 +110,62 @@ func TestFileLimiterRefusesATokenPastTheDeadline(t *testing.T) {
 	}
 	if got := l.Tokens(); got < -1e-9 {
 		t.Fatalf("a refused wait took a token: %v", got)
+	}
+}
+
+// After an idle spell the shared bucket holds its burst, no more: the burst goes at once and
+// the next token waits a refill.
+func TestFileLimiterRefillStopsAtTheBurst(t *testing.T) {
+	clock := newFakeClock()
+	path := filepath.Join(t.TempDir(), "budget.state")
+	l, _ := NewFileLimiter(path, 5, 3, clock)
+	defer l.Close()
+	_ = l.Wait(context.Background())
+	clock.now = clock.now.Add(time.Hour)
+	for i := 0; i < 3; i++ {
+		if err := l.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(clock.Sleeps()) != 0 {
+		t.Fatalf("the burst after an idle hour waited: %v", clock.Sleeps())
+	}
+	_ = l.Wait(context.Background())
+	if got := clock.Sleeps(); len(got) != 1 || got[0] != 200*time.Millisecond {
+		t.Fatalf("the token after the burst waited %v, want 200ms", got)
+	}
+}
+
+// Time refills the shared bucket at the rate.
+func TestFileLimiterRefillsWithTime(t *testing.T) {
+	clock := newFakeClock()
+	l, _ := NewFileLimiter(filepath.Join(t.TempDir(), "s"), 5, 10, clock)
+	defer l.Close()
+	for i := 0; i < 10; i++ {
+		_ = l.Wait(context.Background())
+	}
+	clock.now = clock.now.Add(time.Second)
+	if got := l.Tokens(); math.Abs(got-5) > 1e-6 {
+		t.Fatalf("tokens a second after spending the burst = %v, want 5", got)
+	}
+}
+
+// A state at exactly the burst is whole, not damaged; the record keeps its fixed size.
+func TestFileLimiterStateRecord(t *testing.T) {
+	clock := newFakeClock()
+	path := filepath.Join(t.TempDir(), "s")
+	rec := fmt.Sprintf("v1 100 %d", clock.Now().UnixNano())
+	if err := os.WriteFile(path, []byte(rec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := NewFileLimiter(path, 5, 100, clock)
+	defer l.Close()
+	if got := l.Tokens(); got != 100 {
+		t.Fatalf("a state of exactly the burst read as %v", got)
+	}
+	_ = l.Wait(context.Background())
+	b, _ := os.ReadFile(path)
+	if len(b) != stateSize || !strings.HasPrefix(string(b), "v1 99 ") || b[len(b)-1] != '\n' {
+		t.Fatalf("state record %q (%d bytes), want %d bytes starting v1 99", b, len(b), stateSize)
 	}
 }

@@ -98,3 +98,90 @@ func TestEngineDrainsTheLimiterOn429AndObservesRemaining(t *testing.T) {
 		t.Fatalf("tokens = %v after a 429: the bucket was not drained", got)
 	}
 }
+
+// A bucket of one token is emptied by a 429 too: the next attempt waits a whole refill.
+func TestBucketOfOneDrains(t *testing.T) {
+	clock := newFakeClock()
+	b := NewBucket(2, 1, clock)
+	b.Drain()
+	if err := b.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := clock.Sleeps(); len(got) != 1 || got[0] != 500*time.Millisecond {
+		t.Fatalf("wait after draining a full bucket of 1 = %v, want [500ms]", got)
+	}
+}
+
+// A token waited for is spent; a wait cut short gives its token back.
+func TestBucketWaitSpendsOrGivesBack(t *testing.T) {
+	clock := newFakeClock()
+	b := NewBucket(5, 1, clock)
+	_ = b.Wait(context.Background())
+	if err := b.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Tokens(); math.Abs(got) > 1e-9 {
+		t.Fatalf("tokens after a waited-for token = %v, want 0", got)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	stopped := NewBucket(5, 1, &stoppedClock{fakeClock: clock})
+	_ = stopped.Wait(context.Background())
+	if err := stopped.Wait(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if got := stopped.Tokens(); math.Abs(got) > 1e-9 {
+		t.Fatalf("tokens after an interrupted wait = %v, want 0 (the token given back)", got)
+	}
+}
+
+// stoppedClock's sleeps end with the context's error at once, without time passing.
+type stoppedClock struct{ *fakeClock }
+
+func (c *stoppedClock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return c.fakeClock.Sleep(ctx, d)
+}
+
+func TestBreakerHoldsAttemptsThenProbes(t *testing.T) {
+	clock := newFakeClock()
+	b := NewBreaker(2, 30*time.Millisecond, clock)
+	for i := 0; i < 2; i++ {
+		done, err := b.Enter(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		done(true)
+	}
+	if len(clock.Sleeps()) != 0 {
+		t.Fatal("the breaker held an attempt before it tripped")
+	}
+	// Open: an interrupted wait ends with the interruption.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := b.Enter(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Enter on an open breaker with a done context = %v", err)
+	}
+	// After the cool-down one probe goes through; a good one closes the breaker.
+	done, err := b.Enter(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(clock.Sleeps()) == 0 {
+		t.Fatal("the open breaker let an attempt through without holding it")
+	}
+	done(false)
+	held := len(clock.Sleeps())
+	for i := 0; i < 3; i++ {
+		d, err := b.Enter(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		d(false)
+	}
+	if len(clock.Sleeps()) != held {
+		t.Fatal("a closed breaker held attempts")
+	}
+}

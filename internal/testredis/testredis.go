@@ -3,10 +3,12 @@ package testredis
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -66,4 +68,73 @@ func Start(t testing.TB) (string, func()) {
 	}
 	t.Fatalf("redis-server did not start on %s:\n%s", addr, out.String())
 	return "", nil
+}
+
+// Proxy stands a TCP proxy on a loopback port in front of the Redis at rawURL and returns its
+// URL and a switch: cut(true) closes every proxied connection and refuses new ones, as a Redis
+// that went away; cut(false) lets connections through again.
+func Proxy(t testing.TB, rawURL string) (string, func(down bool)) {
+	t.Helper()
+	target := strings.TrimSuffix(strings.TrimPrefix(rawURL, "redis://"), "/0")
+	if i := strings.Index(target, "/"); i >= 0 {
+		target = target[:i]
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		down  bool
+		conns []net.Conn
+		wg    sync.WaitGroup
+	)
+	closeAll := func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		conns = nil
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			if down {
+				mu.Unlock()
+				_ = c.Close()
+				continue
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				mu.Unlock()
+				_ = c.Close()
+				continue
+			}
+			conns = append(conns, c, up)
+			mu.Unlock()
+			wg.Add(2)
+			go func() { defer wg.Done(); _, _ = io.Copy(up, c); _ = up.Close() }()
+			go func() { defer wg.Done(); _, _ = io.Copy(c, up); _ = c.Close() }()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		closeAll()
+		mu.Unlock()
+		wg.Wait()
+	})
+	return "redis://" + ln.Addr().String() + "/0", func(d bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		down = d
+		if d {
+			closeAll()
+		}
+	}
 }

@@ -1,0 +1,125 @@
+package request
+
+import (
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseLine(t *testing.T) {
+	cases := []struct {
+		text string
+		skip bool
+		want Line // N, Hash and Err are not compared
+		err  string
+	}{
+		{text: "", skip: true},
+		{text: "   \t", skip: true},
+		{text: "# GET /x", skip: true},
+		{text: "  # indented comment", skip: true},
+		{text: "GET /v2/audits/a", want: Line{Method: "GET", Path: "/v2/audits/a"}},
+		{text: "get   /v2/x", want: Line{Method: "GET", Path: "/v2/x"}},
+		{text: `POST /v2/users {"email":"a@b.c"}`, want: Line{Method: "POST", Path: "/v2/users", Body: []byte(`{"email":"a@b.c"}`)}},
+		{text: "DELETE /v2/users/u1   ", want: Line{Method: "DELETE", Path: "/v2/users/u1"}},
+		{text: "GET", err: "want METHOD PATH [JSON-BODY] or a JSON object"},
+		{text: `{"path":"/v2/x"}`, want: Line{Method: "GET", Path: "/v2/x"}},
+		{text: `{"path":" /v2/x ","method":" patch ","id":"a","body":{"f":1},"headers":{"X-A":"b"},"idempotent":true}`,
+			want: Line{ID: "a", Method: "PATCH", Path: "/v2/x", Body: []byte(`{"f":1}`), Headers: []string{"X-A: b"}, Idempotent: true}},
+		{text: `{"path":"/x","id":7}`, want: Line{ID: "7", Method: "GET", Path: "/x"}},
+		{text: `{"path":"/x","id":2.5e3}`, want: Line{ID: "2.5e3", Method: "GET", Path: "/x"}},
+		{text: `{"path":"/x","id":null,"body":null}`, want: Line{Method: "GET", Path: "/x"}},
+		{text: `{"path":"/x","id":""}`, want: Line{Method: "GET", Path: "/x"}},
+		{text: `{"path":"/x","id":{}}`, err: `"id" must be a string or a number`},
+		{text: `{"path":"/x","id":true}`, err: `"id" must be a string or a number`},
+		{text: `{"method":"GET"}`, err: `"path" is required`},
+		{text: `{"path":"  "}`, err: `"path" is required`},
+		{text: `{"path":"/x","extra":1}`, err: "unknown field"},
+		{text: `{"path":"/x"} {"path":"/y"}`, err: "more than one JSON value"},
+		{text: `{"path":`, err: "invalid JSON line"},
+	}
+	for _, c := range cases {
+		l, skip := ParseLine(3, c.text)
+		if skip != c.skip {
+			t.Errorf("%q: skip %v, want %v", c.text, skip, c.skip)
+			continue
+		}
+		if skip {
+			continue
+		}
+		if l.N != 3 || l.Hash != LineHash(c.text) {
+			t.Errorf("%q: line %d hash %x", c.text, l.N, l.Hash)
+		}
+		if c.err != "" {
+			if l.Err == nil || !strings.Contains(l.Err.Error(), c.err) || !strings.HasPrefix(l.Err.Error(), "line 3: ") {
+				t.Errorf("%q: err %v, want line 3: …%s", c.text, l.Err, c.err)
+			}
+			continue
+		}
+		got := l
+		got.N, got.Hash, got.Err = 0, 0, nil
+		if l.Err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%q:\n got %+v (%v)\nwant %+v", c.text, got, l.Err, c.want)
+		}
+	}
+}
+
+func TestLineHashIgnoresTrailingSpace(t *testing.T) {
+	if LineHash("GET /x") != LineHash("GET /x \r\n") || LineHash("GET /x") == LineHash("GET /y") || LineHash(" GET /x") == LineHash("GET /x") {
+		t.Fatal("LineHash must ignore trailing space only")
+	}
+}
+
+func TestLineReader(t *testing.T) {
+	long := strings.Repeat("x", MaxLineBytes+10)
+	in := "a\n\nb\r\n" + long + "\nlast"
+	lr := NewLineReader(strings.NewReader(in))
+	type got struct {
+		n       int
+		text    string
+		tooLong bool
+	}
+	var lines []got
+	for {
+		n, text, tooLong, err := lr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(text) > 20 {
+			text = fmt.Sprintf("%d bytes", len(text))
+		}
+		lines = append(lines, got{n, text, tooLong})
+	}
+	want := []got{{1, "a", false}, {2, "", false}, {3, "b", false}, {4, fmt.Sprintf("%d bytes", MaxLineBytes), true}, {5, "last", false}}
+	if !reflect.DeepEqual(lines, want) {
+		t.Fatalf("lines:\n got %v\nwant %v", lines, want)
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	cases := map[string]time.Duration{
+		"60": time.Minute, " 1.5 ": 1500 * time.Millisecond, "0": 0, "1m30s": 90 * time.Second, "500ms": 500 * time.Millisecond,
+		"9223372036": 9223372036 * time.Second,
+	}
+	for in, want := range cases {
+		if got, err := ParseDuration(in); err != nil || got != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "  ", "-1", "-1s", "abc", "NaN", "Inf", "1e400", "9223372037", "1h-5m"} {
+		if d, err := ParseDuration(bad); err == nil {
+			t.Errorf("ParseDuration(%q) = %v, want an error", bad, d)
+		}
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	if truncate("abc", 3) != "abc" || truncate("abcd", 3) != "abc…" {
+		t.Fatal("truncate")
+	}
+}
