@@ -8,8 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/brellium/brellium/auth"
 	"github.com/brellium/brellium/output"
 	"github.com/brellium/brellium/request"
+	"github.com/brellium/brellium/retry/transport"
 )
 
 // NewCmdAuth builds `brellium auth token|status|logout`.
@@ -43,7 +45,7 @@ expires, by this and every later brellium process.`,
 }
 
 // authSource returns the static token, or the client credentials, for the base URL.
-func authSource(f *Factory, g *GlobalOptions) (token string, cc *request.ClientCredentials, err error) {
+func authSource(f *Factory, g *GlobalOptions) (token string, cc *auth.ClientCredentials, err error) {
 	base, err := request.ParseBaseURL(g.BaseURL)
 	if err != nil {
 		return "", nil, err
@@ -52,7 +54,7 @@ func authSource(f *Factory, g *GlobalOptions) (token string, cc *request.ClientC
 		return t, nil, request.CheckCredentialsTransport(base)
 	}
 	logger := output.NewLogger(f.IOStreams, output.LogOptions{Format: "text", Silent: true})
-	cc, err = clientCredentials(f, base, logger)
+	cc, err = clientCredentials(f, base, logger, transport.Net{Transport: f.transport()})
 	return "", cc, err
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brellium/brellium/auth"
 	"github.com/brellium/brellium/emulator"
 	"github.com/brellium/brellium/request"
 )
@@ -28,7 +29,7 @@ func newAuthHarness(t *testing.T, cfg emulator.Config) *harness {
 }
 
 func (h *harness) tokenPath() string {
-	cc := &request.ClientCredentials{Origin: request.Origin(mustURL(h.t, h.srv.URL)), ClientID: h.env["BRELLIUM_CLIENT_ID"], CacheDir: h.env["BRELLIUM_CACHE_DIR"]}
+	cc := &auth.ClientCredentials{Origin: request.Origin(mustURL(h.t, h.srv.URL)), ClientID: h.env["BRELLIUM_CLIENT_ID"], CacheDir: h.env["BRELLIUM_CACHE_DIR"]}
 	return cc.CachePath()
 }
 

@@ -19,10 +19,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brellium/brellium/emulator"
 	"github.com/spf13/cobra"
 	"go.uber.org/goleak"
 
+	"github.com/brellium/brellium/batch"
+	"github.com/brellium/brellium/emulator"
 	"github.com/brellium/brellium/output"
 	"github.com/brellium/brellium/request"
 )
@@ -633,29 +634,12 @@ func TestMain(m *testing.M) {
 
 func fileSHA(t *testing.T, path string) string {
 	t.Helper()
-	in, err := openInput(&Factory{IOStreams: &output.IOStreams{}}, path, 0, 0)
+	in, err := batch.OpenInput(path, nil, batch.Shard{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	in.close()
-	return in.sha
+	in.Close()
+	return in.SHA256
 }
 
 func lineHash(text string) uint64 { return request.LineHash(text) }
-
-// TestResultEncodingMatchesEncodingJSON pins the hand-written encoder to encoding/json's output.
-func TestResultEncodingMatchesEncodingJSON(t *testing.T) {
-	cases := []*batchResult{
-		{Line: 1, Outcome: "invalid", Error: &batchError{Reason: "line 1: \"quoted\" <tag> & tab\t"}},
-		{Line: 2, ID: "ünïcode", Method: "GET", Path: "/v2/a?b=1&c=2", Status: 200, Outcome: "ok", Attempts: 3,
-			RequestID: "r", ElapsedMS: 12, Body: bodyJSON([]byte("{\n  \"a\": [1, 2]\n}"), false)},
-		{Line: 3, Method: "GET", Path: "/x", Status: 502, Outcome: "exhausted", Body: bodyJSON([]byte("<html>\n</html>"), false),
-			Error: &batchError{Code: "BAD_GATEWAY", Message: "m", RequestID: "r", Reason: "why"}},
-	}
-	for _, r := range cases {
-		want, _ := json.Marshal(r)
-		if got := r.appendJSON(nil); string(got) != string(want) {
-			t.Errorf("appendJSON:\n got %s\nwant %s", got, want)
-		}
-	}
-}

@@ -13,7 +13,7 @@ import (
 
 // BenchmarkBatch runs `brellium batch --concurrency 32` over 2,000 GETs against an in-process
 // emulator with no effective limit, through each HTTP client: the client's cost per request (the
-// emulator's is in it too; profile with -cpuprofile and look at cmd, retry and request).
+// emulator's is in it too; profile with -cpuprofile and look at batch, retry and request).
 func BenchmarkBatch(b *testing.B) {
 	for _, client := range []string{"fast", "net"} {
 		b.Run(client, func(b *testing.B) {
@@ -36,16 +36,5 @@ func BenchmarkBatch(b *testing.B) {
 			}
 			b.ReportMetric(float64(2000*b.N)/b.Elapsed().Seconds(), "req/s")
 		})
-	}
-}
-
-// BenchmarkResultEncoding is the cost of one batch result line.
-func BenchmarkResultEncoding(b *testing.B) {
-	r := &batchResult{Line: 12, ID: "a", Method: "GET", Path: "/v2/audits/" + emulator.SampleAuditID, Status: 200, Outcome: "ok",
-		Attempts: 1, RequestID: "9c3f1a7e-5b2d-4e8f-a1c6-2d7b8e9f0a1b", ElapsedMS: 35,
-		Body: []byte(`{"audit_id":"a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d","object":"audit","status":"complete","flags":["Failed","Missing Signature"],"display_info":[{"label":"Patient","value":"Sample Patient"}],"people":[],"responses":[]}`)}
-	b.ReportAllocs()
-	for b.Loop() {
-		_ = r.appendJSON(nil)
 	}
 }

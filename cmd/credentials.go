@@ -1,18 +1,16 @@
 package cmd
 
 import (
-	"context"
-	"encoding/json"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
+	"github.com/brellium/brellium/auth"
 	"github.com/brellium/brellium/output"
 	"github.com/brellium/brellium/request"
 	"github.com/brellium/brellium/retry"
+	"github.com/brellium/brellium/retry/limit"
 )
 
 // staticTokenHint is what to do when the API refuses BRELLIUM_ACCESS_TOKEN.
@@ -31,9 +29,9 @@ func cacheDir(f *Factory) (string, error) {
 }
 
 // clientCredentials returns the minting credential from BRELLIUM_CLIENT_ID and
-// BRELLIUM_CLIENT_SECRET, or nil when they are not both set. Mints go through the retry engine
-// (5xx repeated, at most 3 attempts) paced by the token endpoint's own budget.
-func clientCredentials(f *Factory, base *url.URL, logger retry.Sink) (*request.ClientCredentials, error) {
+// BRELLIUM_CLIENT_SECRET, or nil when they are not both set. Mints go through an engine of their
+// own, paced by the token endpoint's own budget.
+func clientCredentials(f *Factory, base *url.URL, logger retry.Sink, sender retry.Sender) (*auth.ClientCredentials, error) {
 	id, secret := strings.TrimSpace(f.env("BRELLIUM_CLIENT_ID")), f.env("BRELLIUM_CLIENT_SECRET")
 	if id == "" || secret == "" {
 		return nil, nil
@@ -50,47 +48,23 @@ func clientCredentials(f *Factory, base *url.URL, logger retry.Sink) (*request.C
 		clock = f.Clock
 	}
 	engine := &retry.Engine{
-		Transport: f.transport(), Clock: f.Clock, Rand: f.Rand, Sink: logger, UserAgent: "brellium/" + Version,
-		// The token endpoint's own budget: a burst of 20 per client_id, then one per 10 s.
-		Limiter: retry.NewBucket(0.1, 20, f.Clock),
+		Sender: sender, Clock: f.Clock, Rand: f.Rand, Sink: logger, UserAgent: "brellium/" + Version,
+		Limiter: limit.NewBucket(auth.TokenRate, auth.TokenBurst, f.Clock),
 	}
-	body, _ := json.Marshal(map[string]string{"grant_type": "client_credentials", "client_id": id, "client_secret": secret})
-	mint := func(ctx context.Context) (request.Minted, error) {
-		spec, err := request.New(base, request.Options{Method: http.MethodPost, Target: "/v2/oauth/token", Body: body})
-		if err != nil {
-			return request.Minted{}, err
-		}
-		p := retry.DefaultPolicy()
-		p.Retries = 2
-		res, err := engine.Do(ctx, spec, p)
-		if err != nil {
-			return request.Minted{}, err
-		}
-		var tok struct {
-			AccessToken string  `json:"access_token"`
-			ExpiresIn   float64 `json:"expires_in"`
-		}
-		if json.Unmarshal(res.Response.Body, &tok) != nil || tok.AccessToken == "" || tok.ExpiresIn <= 0 {
-			return request.Minted{}, &retry.AuthError{Failure: retry.Failure{Method: spec.Method, Path: spec.Path(),
-				Status: res.Response.Status, RequestID: res.Response.RequestID,
-				Reason: "the token endpoint's answer has no access_token and expires_in"}}
-		}
-		return request.Minted{AccessToken: tok.AccessToken, ExpiresIn: time.Duration(tok.ExpiresIn * float64(time.Second))}, nil
-	}
-	return &request.ClientCredentials{Origin: request.Origin(base), ClientID: id, CacheDir: dir, Mint: mint, Now: clock.Now}, nil
+	return auth.NewClientCredentials(auth.Config{Base: base, ClientID: id, Secret: secret, CacheDir: dir, Engine: engine, Now: clock.Now}), nil
 }
 
 // credentials picks the Authorization source: BRELLIUM_ACCESS_TOKEN as is, else the user's own
 // -H Authorization, else client credentials, else an auth error that says what to set. The
 // hint says what to do when the API refuses the credential.
-func credentials(f *Factory, base *url.URL, token string, o *RequestOptions, logger *output.Logger) (retry.Authorizer, string, error) {
+func credentials(f *Factory, base *url.URL, token string, o *RequestOptions, logger *output.Logger, sender retry.Sender) (retry.Authorizer, string, error) {
 	switch {
 	case token != "":
-		return retry.StaticToken(token), staticTokenHint, nil
+		return auth.StaticToken(token), staticTokenHint, nil
 	case hasHeader(o.Headers, "Authorization"):
 		return nil, "", nil
 	}
-	cc, err := clientCredentials(f, base, logger)
+	cc, err := clientCredentials(f, base, logger, sender)
 	if err != nil {
 		return nil, "", err
 	}

@@ -171,5 +171,5 @@ func describeDecision(d retry.Decision) string {
 		}
 		return "done (exit 0)"
 	}
-	return fmt.Sprintf("stop: exit %d %s (%s)", exitCodes[d.Outcome], d.Outcome, d.Why)
+	return fmt.Sprintf("stop: exit %d %s (%s)", exitCodes[string(d.Outcome)], d.Outcome, d.Why)
 }

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/brellium/brellium/emulator"
-	"github.com/brellium/brellium/retry"
+	"github.com/brellium/brellium/retry/transport"
 )
 
 // methodClass is one kind of call in the fault matrix.
@@ -300,7 +300,7 @@ func redirectServer(t *testing.T) string {
 // afterReset is the counting transport with a dialer that returns a connection only after the
 // server has reset it: every write on it then fails before a byte leaves.
 func afterReset() http.RoundTripper {
-	t := retry.NewTransport()
+	t := transport.NewTransport()
 	dial := t.DialContext
 	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dial(ctx, network, addr)

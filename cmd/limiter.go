@@ -12,6 +12,7 @@ import (
 	"github.com/brellium/brellium/output"
 	"github.com/brellium/brellium/request"
 	"github.com/brellium/brellium/retry"
+	"github.com/brellium/brellium/retry/limit"
 )
 
 // identity names the credential that a budget belongs to, without the secret: the client id,
@@ -37,12 +38,12 @@ func budgetKey(base *url.URL, ident string) string {
 func newLimiter(ctx context.Context, f *Factory, mode string, g *GlobalOptions, base *url.URL, ident string, logger *output.Logger) (retry.Limiter, func(), error) {
 	warn := func(err error) { logger.Warn(err.Error()) }
 	key := budgetKey(base, ident)
-	local := func() (*retry.FileLimiter, error) {
+	local := func() (*limit.FileLimiter, error) {
 		dir, err := cacheDir(f)
 		if err != nil {
 			return nil, err
 		}
-		l, err := retry.NewFileLimiter(filepath.Join(dir, "limiter", key+".state"), g.Rate, g.Burst, f.Clock)
+		l, err := limit.NewFileLimiter(filepath.Join(dir, "limiter", key+".state"), g.Rate, g.Burst, f.Clock)
 		if err != nil {
 			return nil, request.Usagef("--limiter local: %v (set BRELLIUM_CACHE_DIR, or use --limiter process)", err)
 		}
@@ -51,19 +52,19 @@ func newLimiter(ctx context.Context, f *Factory, mode string, g *GlobalOptions, 
 	}
 	switch {
 	case mode == "off":
-		return retry.Off{}, func() {}, nil
+		return limit.Off{}, func() {}, nil
 	case mode == "process":
-		return retry.NewBucket(g.Rate, g.Burst, f.Clock), func() {}, nil
+		return limit.NewBucket(g.Rate, g.Burst, f.Clock), func() {}, nil
 	case mode == "local":
 		l, err := local()
 		if err != nil {
 			// Pacing this process alone is better than refusing to run.
 			warn(fmt.Errorf("%v: pacing this process alone", err))
-			return retry.NewBucket(g.Rate, g.Burst, f.Clock), func() {}, nil
+			return limit.NewBucket(g.Rate, g.Burst, f.Clock), func() {}, nil
 		}
 		return l, func() { _ = l.Close() }, nil
 	}
-	r, err := retry.NewRedisLimiter(ctx, mode, key, g.Rate, g.Burst, f.Clock)
+	r, err := limit.NewRedisLimiter(ctx, mode, key, g.Rate, g.Burst, f.Clock)
 	if err != nil {
 		return nil, nil, request.Usagef("%v", err)
 	}

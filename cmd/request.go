@@ -15,7 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/brellium/brellium/emulator"
 	"github.com/brellium/brellium/output"
 	"github.com/brellium/brellium/request"
 	"github.com/brellium/brellium/retry"
@@ -90,83 +89,6 @@ func NewCmdRequest(f *Factory, g *GlobalOptions, runF func(*RequestOptions) erro
 	return withRequestRun(c, f, g, o, runF, func(args []string) { o.Method, o.Target = strings.ToUpper(args[0]), args[1] })
 }
 
-// session is what a command needs to send calls: the engine with its limiter, credentials and
-// logger, the base URL, and the emulator when --emulator started one.
-type session struct {
-	base   *url.URL
-	engine *retry.Engine
-	logger *output.Logger
-	policy retry.Policy
-	// tokenHint says what to do when the API refuses the token.
-	tokenHint string
-	close     func()
-}
-
-// newSession sets up the engine for o. Every error is a usage or auth error.
-func newSession(ctx context.Context, f *Factory, g *GlobalOptions, o *RequestOptions, logger *output.Logger) (*session, error) {
-	s := &session{logger: logger, close: func() {}}
-	baseRaw := g.BaseURL
-	token := strings.TrimSpace(f.env("BRELLIUM_ACCESS_TOKEN"))
-	if o.Emulator {
-		em, err := emulator.Start("127.0.0.1:0", emulator.DefaultConfig())
-		if err != nil {
-			return nil, fmt.Errorf("starting the emulator: %w", err)
-		}
-		s.close = func() {
-			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			_ = em.Close(c)
-		}
-		baseRaw, token = em.URL, "sandbox"
-	}
-	base, err := request.ParseBaseURL(baseRaw)
-	if err != nil {
-		s.close()
-		return nil, err
-	}
-	s.base = base
-	auth, hint, err := credentials(f, base, token, o, logger)
-	if err != nil {
-		s.close()
-		return nil, err
-	}
-	if auth != nil || hasHeader(o.Headers, "Authorization") {
-		if err := request.CheckCredentialsTransport(base); err != nil {
-			s.close()
-			return nil, err
-		}
-	}
-	s.tokenHint = hint
-	mode := g.Limiter
-	if o.Emulator && mode == "local" {
-		mode = "process" // an in-process emulator's budget lives and dies with this process
-	}
-	limiter, closeLimiter, err := newLimiter(ctx, f, mode, g, base, identity(token, f), logger)
-	if err != nil {
-		s.close()
-		return nil, err
-	}
-	transport := f.transport()
-	closeEmulator := s.close
-	s.close = func() {
-		if t, ok := transport.(interface{ CloseIdleConnections() }); ok {
-			t.CloseIdleConnections()
-		}
-		closeLimiter()
-		closeEmulator()
-	}
-	s.engine = &retry.Engine{
-		Transport: transport, Limiter: limiter, Clock: f.Clock, Rand: f.Rand,
-		Sink: logger, Auth: auth, UserAgent: "brellium/" + Version,
-	}
-	s.policy = retry.Policy{
-		Retries: o.Retry, MaxTime: time.Duration(o.MaxTime), Timeout: time.Duration(o.Timeout),
-		BackoffBase: time.Duration(o.BackoffBase), BackoffCap: time.Duration(o.BackoffCap),
-		FollowRedirects: o.Location,
-	}
-	return s, nil
-}
-
 // newIdempotencyKey returns a random UUID v4 for --idempotency-key auto.
 func newIdempotencyKey() string {
 	var b [16]byte
@@ -176,7 +98,6 @@ func newIdempotencyKey() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// buildSpec turns the options into the call to send.
 // loadBody reads -d and checks what can be checked before anything is set up: the body is
 // one JSON value and every -H is a header.
 func loadBody(f *Factory, o *RequestOptions) ([]byte, error) {
@@ -230,7 +151,7 @@ func runRequest(ctx context.Context, f *Factory, g *GlobalOptions, o *RequestOpt
 				err = intr
 			}
 		}
-		final := output.Final{Outcome: OutcomeName(err), ExitCode: ExitCode(err), Elapsed: time.Since(start), Err: err}
+		final := output.Final{Outcome: outcomeOf(err), ExitCode: ExitCode(err), Elapsed: time.Since(start), Err: err}
 		if res != nil {
 			final.Attempts = res.Attempts
 		}
@@ -250,7 +171,7 @@ func runRequest(ctx context.Context, f *Factory, g *GlobalOptions, o *RequestOpt
 	if err != nil {
 		return finish(nil, err)
 	}
-	if sess, err = newSession(ctx, f, g, o, logger); err != nil {
+	if sess, err = newSession(ctx, f, g, o, logger, sessionExtras{}); err != nil {
 		return finish(nil, err)
 	}
 	defer sess.close()
@@ -306,8 +227,8 @@ func writeResponse(w io.Writer, r *retry.Response, o *RequestOptions, terminal, 
 }
 
 // hintFor says what to do next after an outcome, or "".
-func hintFor(o retry.Outcome, err error) string {
-	switch o {
+func hintFor(o string, err error) string {
+	switch retry.Outcome(o) {
 	case retry.Blocked:
 		return "the client is blocked: stop sending, check the request, then lower concurrency; retrying keeps the block in place"
 	case retry.UnknownOutcome:

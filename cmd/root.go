@@ -17,6 +17,7 @@ import (
 	"github.com/brellium/brellium/output"
 	"github.com/brellium/brellium/request"
 	"github.com/brellium/brellium/retry"
+	"github.com/brellium/brellium/retry/transport"
 )
 
 // Build information, stamped with -ldflags -X by the release build.
@@ -50,7 +51,7 @@ func (f *Factory) transport() http.RoundTripper {
 	if f.Transport != nil {
 		return f.Transport
 	}
-	return retry.NewTransport()
+	return transport.NewTransport()
 }
 
 // paceGC sets the collector's pace (GOGC percent) for a long-running command, unless the user
@@ -68,49 +69,6 @@ type reportedError struct{ err error }
 
 func (e *reportedError) Error() string { return e.err.Error() }
 func (e *reportedError) Unwrap() error { return e.err }
-
-// Interrupted is the error of a command stopped by a signal.
-type Interrupted struct{ Signal os.Signal }
-
-func (e *Interrupted) Error() string { return "interrupted by " + e.Signal.String() }
-
-// ExitCode maps an error to the contract's exit codes. It is the only place that does.
-func ExitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	var (
-		usage *request.UsageError
-		intr  *Interrupted
-	)
-	switch {
-	case errors.As(err, &intr):
-		if intr.Signal == syscall.SIGTERM {
-			return 143
-		}
-		return 130
-	case errors.As(err, &usage):
-		return 2
-	}
-	return exitCodes[retry.OutcomeOf(err)]
-}
-
-// exitCodes is the contract's exit-code table.
-var exitCodes = map[retry.Outcome]int{
-	retry.OK: 0, retry.Internal: 1, retry.Usage: 2, retry.APIFailure: 3, retry.Exhausted: 4,
-	retry.Blocked: 5, retry.UnknownOutcome: 6, retry.AuthFailure: 7, retry.Interrupted: 130,
-}
-
-// OutcomeName is the contract's `outcome` for an error.
-func OutcomeName(err error) retry.Outcome {
-	switch ExitCode(err) {
-	case 2:
-		return retry.Usage
-	case 130, 143:
-		return retry.Interrupted
-	}
-	return retry.OutcomeOf(err)
-}
 
 // Execute runs the command line with the process's streams, environment and signals, and
 // returns the exit code for main.

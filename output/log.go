@@ -233,7 +233,8 @@ func flatHeaders(h http.Header) map[string]string {
 
 // Final is how a command ended, for the last log line or event.
 type Final struct {
-	Outcome  retry.Outcome
+	// Outcome is the contract's outcome name (ok, usage, api_error, …).
+	Outcome  string
 	ExitCode int
 	Attempts int
 	Elapsed  time.Duration
@@ -268,7 +269,7 @@ func (l *Logger) Done(f Final) {
 		fail = ce.Details()
 	}
 	if l.opts.Format == "json" {
-		e := doneEvent{Event: "done", Outcome: string(f.Outcome), ExitCode: f.ExitCode, Attempts: f.Attempts,
+		e := doneEvent{Event: "done", Outcome: f.Outcome, ExitCode: f.ExitCode, Attempts: f.Attempts,
 			ElapsedMS: f.Elapsed.Milliseconds(), Hint: f.Hint}
 		if fail != nil {
 			e.Status, e.Code, e.Message, e.RequestID, e.Error = fail.Status, fail.Code, fail.Message, fail.RequestID, fail.Reason

@@ -5,62 +5,21 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+
+	"github.com/brellium/brellium/batch"
 )
 
-// Tally counts a batch's lines by outcome, and its 429s.
-type Tally struct {
-	mu sync.Mutex
-	// Total is the number of request lines when known in advance, else -1.
-	Total       int64
-	Done        int64
-	Outcomes    map[string]int64
-	RateLimited int64
-	Requests    int64
-}
-
-// NewTally returns an empty tally for total lines (-1: unknown).
-func NewTally(total int64) *Tally { return &Tally{Total: total, Outcomes: map[string]int64{}} }
-
-// Add counts one finished line.
-func (t *Tally) Add(outcome string) {
-	t.mu.Lock()
-	t.Done++
-	t.Outcomes[outcome]++
-	t.mu.Unlock()
-}
-
-// Attempt counts one request sent and whether it was refused with a 429.
-func (t *Tally) Attempt(rateLimited bool) {
-	t.mu.Lock()
-	t.Requests++
-	if rateLimited {
-		t.RateLimited++
-	}
-	t.mu.Unlock()
-}
-
-// Count returns the lines with an outcome.
-func (t *Tally) Count(outcome string) int64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.Outcomes[outcome]
-}
-
-func (t *Tally) describe() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// describe is the bar's description: ok, failed and 429s so far.
+func describe(t batch.Tally) string {
 	failed := t.Done - t.Outcomes["ok"] - t.Outcomes["skipped"]
 	return fmt.Sprintf("ok %d · failed %d · 429s %d", t.Outcomes["ok"], failed, t.RateLimited)
 }
 
 // Summary is the one line that ends a batch: lines by outcome, 429s, requests and their rate.
-func (t *Tally) Summary(elapsed time.Duration) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+func Summary(t batch.Tally, elapsed time.Duration) string {
 	names := make([]string, 0, len(t.Outcomes))
 	for k := range t.Outcomes {
 		names = append(names, k)
@@ -84,19 +43,19 @@ func (t *Tally) Summary(elapsed time.Duration) string {
 // Progress shows a batch's progress on stderr: a bar on a terminal (done/total, ok/failed, 429s,
 // rate, ETA), and one summary line at the end everywhere.
 type Progress struct {
-	w     io.Writer
-	bar   *progressbar.ProgressBar
-	tally *Tally
-	start time.Time
+	w      io.Writer
+	bar    *progressbar.ProgressBar
+	counts *batch.Counts
+	start  time.Time
 }
 
 // NewProgress starts the progress of a batch.
-func NewProgress(s *IOStreams, tally *Tally) *Progress {
-	p := &Progress{w: s.ErrOut, tally: tally, start: time.Now()}
+func NewProgress(s *IOStreams, counts *batch.Counts) *Progress {
+	p := &Progress{w: s.ErrOut, counts: counts, start: time.Now()}
 	if s.IsStderrTTY() {
-		p.bar = progressbar.NewOptions64(tally.Total,
+		p.bar = progressbar.NewOptions64(counts.Tally().Total,
 			progressbar.OptionSetWriter(s.ErrOut),
-			progressbar.OptionSetDescription(tally.describe()),
+			progressbar.OptionSetDescription(describe(counts.Tally())),
 			progressbar.OptionShowCount(),
 			progressbar.OptionShowIts(),
 			progressbar.OptionSetItsString("lines"),
@@ -115,7 +74,7 @@ func (p *Progress) Line() {
 	if p.bar == nil {
 		return
 	}
-	p.bar.Describe(p.tally.describe())
+	p.bar.Describe(describe(p.counts.Tally()))
 	_ = p.bar.Add(1)
 }
 
@@ -125,5 +84,5 @@ func (p *Progress) Finish() {
 		_ = p.bar.Finish()
 		fmt.Fprintln(p.w)
 	}
-	fmt.Fprintln(p.w, p.tally.Summary(time.Since(p.start)))
+	fmt.Fprintln(p.w, Summary(p.counts.Tally(), time.Since(p.start)))
 }

@@ -75,9 +75,9 @@ type Rule struct {
 
 func always(_ []byte) bool { return true }
 
-// Endpoints is the Brellium endpoint table: which calls are safe to repeat, and which answers
+// endpoints is the Brellium endpoint table: which calls are safe to repeat, and which answers
 // mean that a repeated call has already done its work. Add rows here; Lookup finds them.
-var Endpoints = []*Rule{
+var endpoints = compile([]*Rule{
 	{
 		Name: "PATCH /v2/audits/{id}", Safe: always,
 		Why: "safe: flags are replaced, so a repeat leaves the same state",
@@ -112,20 +112,22 @@ var Endpoints = []*Rule{
 		Name: "POST /v2/oauth/token", Safe: always, MaxAttempts: 3,
 		Why: "a mint changes no records: 5xx repeated with backoff, at most 3 attempts (each attempt counts against the token endpoint's own limit)",
 	},
-}
+})
 
-func init() {
-	for _, r := range Endpoints {
+// compile splits each rule's name into the method and path segments that Lookup matches.
+func compile(rules []*Rule) []*Rule {
+	for _, r := range rules {
 		method, pattern, _ := strings.Cut(r.Name, " ")
 		r.method = method
 		r.pattern = strings.Split(strings.Trim(pattern, "/"), "/")
 	}
+	return rules
 }
 
 // Lookup returns the endpoint rule for a method and URL path, or nil.
 func Lookup(method, path string) *Rule {
 	segs := strings.Split(strings.Trim(path, "/"), "/")
-	for _, r := range Endpoints {
+	for _, r := range endpoints {
 		if r.method == method && matchSegments(r.pattern, segs) {
 			return r
 		}
@@ -163,7 +165,7 @@ type Class struct {
 	KeySent bool
 }
 
-// Classify decides whether a call is safe to repeat.
+// Classify decides whether a call is safe to repeat. Spec.Class gives the same, decided once.
 func Classify(s *Spec) Class {
 	c := Class{Rule: Lookup(s.Method, s.URL.Path), KeySent: s.Header.Get("Idempotency-Key") != ""}
 	switch {
@@ -256,7 +258,7 @@ func PathTemplates(method string) []string {
 			add(p)
 		}
 	}
-	for _, r := range Endpoints {
+	for _, r := range endpoints {
 		if method == "" || r.method == method {
 			add("/" + strings.Join(r.pattern, "/"))
 		}

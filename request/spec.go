@@ -1,6 +1,7 @@
-// Package request describes what to send: the request spec, its validation, the parsing of
-// command-line arguments, and the Brellium endpoint table that says which calls are safe to
-// repeat. It never prints, reads flags or environment variables, or exits.
+// Package request describes what to send: the request spec (method, URL, headers, body), its
+// validation, origins, the parsing of command-line arguments and of batch lines, and the
+// Brellium endpoint table that says which calls are safe to repeat. It never prints, reads flags
+// or environment variables, or exits.
 package request
 
 import (
@@ -45,6 +46,18 @@ type Spec struct {
 	Idempotent bool
 	// IdempotencyKey, when set, is sent as Idempotency-Key on every attempt.
 	IdempotencyKey string
+
+	class *Class
+}
+
+// Class returns what the endpoint table and the flags say of the call; New decides it once, a
+// spec built by hand on first use.
+func (s *Spec) Class() Class {
+	if s.class == nil {
+		c := Classify(s)
+		s.class = &c
+	}
+	return *s.class
 }
 
 // Path returns the path and query of the call, as shown in logs.
@@ -109,6 +122,7 @@ func New(base *url.URL, o Options) (*Spec, error) {
 	if s.IdempotencyKey != "" {
 		s.Header.Set("Idempotency-Key", s.IdempotencyKey)
 	}
+	s.Class()
 	return s, nil
 }
 

@@ -1,14 +1,6 @@
 package retry
 
-import (
-	"context"
-	"errors"
-	"fmt"
-	"sync"
-	"time"
-
-	"github.com/sony/gobreaker/v2"
-)
+import "sync"
 
 // RetryBudget lets repeats after failures add at most Ratio of the requests sent, and never
 // fewer than Min. 429s are paced by the limiter, not budgeted. It is safe for concurrent use.
@@ -38,56 +30,4 @@ func (b *RetryBudget) AllowRetry() bool {
 	}
 	b.retries++
 	return true
-}
-
-var errAttemptFailed = errors.New("attempt failed")
-
-// Breaker is a circuit breaker shared by every worker of a batch: after Failures consecutive
-// failed attempts (5xx or no answer) it holds every attempt for Cooldown, then lets one probe
-// through; a good probe closes it, a failed one opens it again. It is built on
-// github.com/sony/gobreaker/v2.
-type Breaker struct {
-	cb       *gobreaker.TwoStepCircuitBreaker[struct{}]
-	clock    Clock
-	cooldown time.Duration
-}
-
-// NewBreaker returns a closed breaker. A nil clock is the system clock; gobreaker keeps its own
-// time, so the cool-down is real time.
-func NewBreaker(failures int, cooldown time.Duration, clock Clock) *Breaker {
-	if clock == nil {
-		clock = SystemClock{}
-	}
-	b := &Breaker{clock: clock, cooldown: cooldown}
-	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
-		Name:        "api",
-		MaxRequests: 1,
-		Timeout:     cooldown,
-		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(failures) },
-	})
-	return b
-}
-
-// Enter waits while the breaker is open (or while its one probe is out), then lets the attempt
-// through.
-func (b *Breaker) Enter(ctx context.Context) (func(failed bool), error) {
-	poll := min(max(b.cooldown/10, 10*time.Millisecond), 250*time.Millisecond)
-	for {
-		done, err := b.cb.Allow()
-		if err == nil {
-			return func(failed bool) {
-				if failed {
-					done(errAttemptFailed)
-				} else {
-					done(nil)
-				}
-			}, nil
-		}
-		if !errors.Is(err, gobreaker.ErrOpenState) && !errors.Is(err, gobreaker.ErrTooManyRequests) {
-			return nil, fmt.Errorf("circuit breaker: %w", err)
-		}
-		if err := b.clock.Sleep(ctx, poll); err != nil {
-			return nil, err
-		}
-	}
 }

@@ -8,20 +8,18 @@ import (
 	"github.com/brellium/brellium/request"
 )
 
-// Outcome is how a call ended, as the contract names it (`outcome` in JSON).
+// Outcome is how a call ended, as the contract names it (`outcome` in JSON). The engine gives
+// these six; usage errors, interruptions and internal errors are the command line's.
 type Outcome string
 
-// The outcomes of the contract's exit-code table.
+// The outcomes a call can have.
 const (
 	OK             Outcome = "ok"
-	Internal       Outcome = "internal"
-	Usage          Outcome = "usage"
 	APIFailure     Outcome = "api_error"
 	Exhausted      Outcome = "exhausted"
 	Blocked        Outcome = "blocked"
 	UnknownOutcome Outcome = "unknown_outcome"
 	AuthFailure    Outcome = "auth_error"
-	Interrupted    Outcome = "interrupted"
 )
 
 // Verdict is what to do after an attempt.

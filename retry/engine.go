@@ -1,6 +1,7 @@
 // Package retry decides when to send again: outcome classification, backoff, Retry-After
-// parsing, the limiters, the engine loop and its attempt events. It never prints, reads flags or
-// environment variables, or exits.
+// parsing, the engine loop and its attempt events, the typed errors, and the interfaces of what
+// the engine needs (Sender, Limiter, Gate, Authorizer, Budget). It imports the standard library
+// and request only. It never prints, reads flags or environment variables, or exits.
 package retry
 
 import (
@@ -10,10 +11,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptrace"
-	"net/url"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/brellium/brellium/request"
@@ -32,9 +30,9 @@ type Policy struct {
 	BackoffBase, BackoffCap time.Duration
 	// FollowRedirects follows 3xx answers (-L); a redirect to another origin drops Authorization.
 	FollowRedirects bool
-	// Stream, when set, takes a 2xx body larger than StreamAfter as it arrives: it is called with
-	// the answer (status and headers) and returns where the body goes. Such a body is not kept,
-	// and when it is cut short the call is not repeated (the output already holds part of it).
+	// Stream, when set, takes a 2xx body too large to keep as it arrives: it is called with the
+	// answer (status and headers) and returns where the body goes. Such a body is not kept, and
+	// when it is cut short the call is not repeated (the output already holds part of it).
 	Stream func(r *Response) (io.Writer, error)
 }
 
@@ -43,6 +41,30 @@ type Policy struct {
 func DefaultPolicy() Policy {
 	return Policy{Retries: 4, MaxTime: 60 * time.Second, Timeout: 30 * time.Second,
 		BackoffBase: 500 * time.Millisecond, BackoffCap: 20 * time.Second}
+}
+
+// Sender puts one attempt on the wire and reads its answer.
+type Sender interface {
+	// Send sends o. sent reports whether any of the request may have reached the server; it is
+	// exact unless o.Free says that it cannot change the decision. err is the transport's error
+	// when no whole answer came (a *TimeoutError when the attempt ran out of time), or a
+	// *StreamWriteError when a streamed body could not be written out.
+	Send(ctx context.Context, o *Outgoing) (resp *Response, sent bool, err error)
+}
+
+// Outgoing is one attempt to send.
+type Outgoing struct {
+	Spec *request.Spec
+	// Header is the attempt's whole header, Authorization included.
+	Header http.Header
+	// Timeout caps the attempt; 0 is no cap.
+	Timeout time.Duration
+	// Free says that the call is repeated whatever became of an attempt without an answer, so
+	// whether any of it was sent cannot change the decision.
+	Free            bool
+	FollowRedirects bool
+	// Stream is the policy's Stream.
+	Stream func(r *Response) (io.Writer, error)
 }
 
 // Authorizer gives the Authorization header of each attempt and renews it after a 401.
@@ -55,23 +77,18 @@ type Authorizer interface {
 	Renew(ctx context.Context) error
 }
 
-// StaticToken is a bearer token used as is; it cannot be renewed.
-type StaticToken string
-
-// Authorization returns "Bearer TOKEN", or "" for an empty token.
-func (t StaticToken) Authorization(context.Context) (string, error) {
-	if t == "" {
-		return "", nil
-	}
-	return "Bearer " + string(t), nil
+// Budget caps repeats after failures across many calls: a batch's --retry-budget.
+type Budget interface {
+	// Sent counts one request sent.
+	Sent()
+	// AllowRetry takes one repeat from the budget, or reports that none is left.
+	AllowRetry() bool
 }
 
-// Renewable is false: a static token cannot be re-minted.
-func (StaticToken) Renewable() bool { return false }
-
-// Renew fails: a static token cannot be re-minted.
-func (StaticToken) Renew(context.Context) error {
-	return errors.New("a static access token cannot be renewed")
+// Gate is entered before every attempt. Enter may wait; it returns a function to call with
+// whether the attempt failed (a 5xx or no answer).
+type Gate interface {
+	Enter(ctx context.Context) (done func(failed bool), err error)
 }
 
 // Event is one attempt and the decision taken on it.
@@ -126,12 +143,12 @@ type Result struct {
 	Why string
 }
 
-// Engine sends calls and repeats them as the contract says. Its zero value uses
-// http.DefaultTransport, no limiter, the system clock and no Authorization.
+// Engine sends calls and repeats them as the contract says. Sender must be set; the zero value
+// of the rest uses no limiter, the system clock and no Authorization.
 type Engine struct {
-	Transport http.RoundTripper
-	Limiter   Limiter
-	Clock     Clock
+	Sender  Sender
+	Limiter Limiter
+	Clock   Clock
 	// Rand returns a uniform number in [0, 1) for jitter.
 	Rand      func() float64
 	Sink      Sink
@@ -143,23 +160,6 @@ type Engine struct {
 	// Gate, when set, is entered before every attempt: a circuit breaker that holds attempts
 	// while the API is failing.
 	Gate Gate
-	// Fast, when set, carries the attempts that it can: calls to its origin that are repeated
-	// whatever became of an attempt without an answer, sent without -L.
-	Fast *FastClient
-}
-
-// Budget caps repeats after failures across many calls: a batch's --retry-budget.
-type Budget interface {
-	// Sent counts one request sent.
-	Sent()
-	// AllowRetry takes one repeat from the budget, or reports that none is left.
-	AllowRetry() bool
-}
-
-// Gate is entered before every attempt. Enter may wait; it returns a function to call with
-// whether the attempt failed (a 5xx or no answer).
-type Gate interface {
-	Enter(ctx context.Context) (done func(failed bool), err error)
 }
 
 // Do sends the call until it is done, fails for good, or its caps run out. It returns the
@@ -182,28 +182,31 @@ func (e *Engine) Do(ctx context.Context, spec *request.Spec, p Policy) (*Result,
 }
 
 type call struct {
-	e         *Engine
-	spec      *request.Spec
-	p         Policy
-	class     request.Class
-	clock     Clock
-	limiter   Limiter
-	rnd       func() float64
-	start     time.Time
-	deadline  time.Time
-	attempts  int
+	e        *Engine
+	spec     *request.Spec
+	p        Policy
+	class    request.Class
+	clock    Clock
+	limiter  Limiter
+	rnd      func() float64
+	start    time.Time
+	deadline time.Time
+	attempts int
+	// resp and cause are the last attempt's answer and transport error.
+	resp      *Response
+	cause     error
 	converged bool
 	ran       bool
 }
 
 func (e *Engine) newCall(spec *request.Spec, p Policy) *call {
-	c := &call{e: e, spec: spec, p: p, class: request.Classify(spec),
+	c := &call{e: e, spec: spec, p: p, class: spec.Class(),
 		clock: e.Clock, limiter: e.Limiter, rnd: e.Rand}
 	if c.clock == nil {
 		c.clock = SystemClock{}
 	}
 	if c.limiter == nil {
-		c.limiter = Off{}
+		c.limiter = noLimit{}
 	}
 	if c.rnd == nil {
 		c.rnd = rand.Float64
@@ -214,6 +217,13 @@ func (e *Engine) newCall(spec *request.Spec, p Policy) *call {
 	}
 	return c
 }
+
+// noLimit is the limiter of an engine without one.
+type noLimit struct{}
+
+func (noLimit) Wait(ctx context.Context) error { return ctx.Err() }
+func (noLimit) Observe(int)                    {}
+func (noLimit) Drain()                         {}
 
 func (c *call) left(now time.Time) time.Duration { return c.deadline.Sub(now) }
 
@@ -235,53 +245,69 @@ func (c *call) maxRetries() int {
 	return n
 }
 
-func (c *call) result(resp *Response, why string) *Result {
-	return &Result{Response: resp, Attempts: c.attempts, Elapsed: c.clock.Now().Sub(c.start), MayHaveRun: c.ran, Why: why}
+func (c *call) result(why string) *Result {
+	return &Result{Response: c.resp, Attempts: c.attempts, Elapsed: c.clock.Now().Sub(c.start), MayHaveRun: c.ran, Why: why}
 }
 
-// fail builds the typed error for outcome o from the last attempt.
-func (c *call) fail(o Outcome, resp *Response, cause error, why string) error {
-	f := Failure{Method: c.spec.Method, Path: c.spec.Path(), Reason: why, Attempts: c.attempts, Cause: cause}
-	if resp != nil {
-		f.Status, f.Code, f.Message, f.RequestID = resp.Status, resp.Code(), resp.Message(), resp.RequestID
+// end is every way a call ends but an interruption. ev, when set, is the event of the attempt
+// that decided it: it is emitted with the decision ("done" for OK, else "stop") and, unless it
+// has a reason of its own, why; so no stop goes unlogged. The error is the typed error of
+// outcome o, nil for OK.
+func (c *call) end(ev *Event, o Outcome, why string) (*Result, error) {
+	if ev != nil {
+		ev.Decision, ev.Outcome = "stop", o
+		if ev.Why == "" {
+			ev.Why = why
+		}
+		if o == OK {
+			ev.Decision = "done"
+		}
+		c.emit(*ev)
 	}
-	return newCallError(o, f)
+	if o == OK {
+		return c.result(why), nil
+	}
+	f := Failure{Method: c.spec.Method, Path: c.spec.Path(), Reason: why, Attempts: c.attempts, Cause: c.cause}
+	if r := c.resp; r != nil {
+		f.Status, f.Code, f.Message, f.RequestID = r.Status, r.Code(), r.Message(), r.RequestID
+	}
+	return c.result(why), newCallError(o, f)
+}
+
+// interrupted ends a call stopped by its context: err is the context's error.
+func (c *call) interrupted(err error) (*Result, error) { return c.result("interrupted"), err }
+
+// maxTimeReached is the reason of a call stopped by --max-time.
+func (c *call) maxTimeReached() string {
+	return fmt.Sprintf("--max-time %s reached", FormatDuration(c.p.MaxTime))
 }
 
 func (c *call) run(ctx context.Context) (*Result, error) {
-	var (
-		resp    *Response
-		cause   error
-		retries int
-		renewed bool
-	)
+	retries, renewed := 0, false
 	for {
 		if !c.deadline.IsZero() && !c.clock.Now().Before(c.deadline) {
-			why := fmt.Sprintf("--max-time %s reached", FormatDuration(c.p.MaxTime))
-			return c.result(resp, why), c.fail(Exhausted, resp, cause, why)
+			return c.end(nil, Exhausted, c.maxTimeReached())
 		}
 		if err := c.limiter.Wait(ctx); err != nil {
 			var bw *BudgetWaitError
 			switch {
 			case errors.As(err, &bw):
-				return c.result(resp, bw.Error()), c.fail(Exhausted, resp, cause, bw.Error())
+				return c.end(nil, Exhausted, bw.Error())
 			case errors.Is(err, context.DeadlineExceeded) && !c.deadline.IsZero():
-				why := fmt.Sprintf("--max-time %s reached waiting for the client budget", FormatDuration(c.p.MaxTime))
-				return c.result(resp, why), c.fail(Exhausted, resp, cause, why)
+				return c.end(nil, Exhausted, c.maxTimeReached()+" waiting for the client budget")
 			case ctx.Err() != nil:
-				return c.result(resp, "interrupted"), ctx.Err()
+				return c.interrupted(ctx.Err())
 			}
-			return c.result(resp, err.Error()), err
+			return c.result(err.Error()), err
 		}
 		leave := func(bool) {}
 		if c.e.Gate != nil {
 			var err error
 			if leave, err = c.e.Gate.Enter(ctx); err != nil {
-				if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
-					return c.result(resp, "interrupted"), ctx.Err()
+				if errors.Is(ctx.Err(), context.Canceled) {
+					return c.interrupted(ctx.Err())
 				}
-				why := "circuit breaker: " + err.Error()
-				return c.result(resp, why), c.fail(Exhausted, resp, cause, why)
+				return c.end(nil, Exhausted, "circuit breaker: "+err.Error())
 			}
 		}
 		auth := ""
@@ -289,28 +315,27 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 			var err error
 			if auth, err = c.e.Auth.Authorization(ctx); err != nil {
 				leave(false)
-				if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
-					return c.result(resp, "interrupted"), ctx.Err()
+				if errors.Is(ctx.Err(), context.Canceled) {
+					return c.interrupted(ctx.Err())
 				}
-				return c.result(resp, "no credential: "+err.Error()), err
+				return c.result("no credential: " + err.Error()), err
 			}
 		}
 		c.attempts++
-		var sent bool
-		var reqHeader http.Header
-		resp, sent, reqHeader, cause = c.send(ctx, auth)
+		resp, sent, header, cause := c.send(ctx, auth)
+		c.resp, c.cause = resp, cause
 		leave(resp == nil || resp.Status >= 500)
 		var swe *StreamWriteError
 		if errors.As(cause, &swe) {
 			c.ran = true
-			return c.result(resp, swe.Error()), swe
+			return c.result(swe.Error()), swe
 		}
 		if c.e.Budget != nil && (sent || resp != nil) {
 			c.e.Budget.Sent()
 		}
-		if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
+		if errors.Is(ctx.Err(), context.Canceled) {
 			c.ran = c.ran || sent
-			return c.result(resp, "interrupted"), ctx.Err()
+			return c.interrupted(ctx.Err())
 		}
 		if resp != nil {
 			if resp.RateLimit.HasRemaining {
@@ -320,43 +345,32 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 				c.limiter.Drain()
 			}
 		}
+		ev := &Event{Response: resp, Err: cause, Sent: sent, RequestHeader: header}
 		if resp != nil && resp.StreamErr != nil {
 			c.ran = true
-			why := fmt.Sprintf("the %d body was cut short after %d bytes had been written out (%v): not repeated", resp.Status, resp.Streamed, resp.StreamErr)
-			c.emit(Event{Response: resp, Sent: true, Decision: "stop", Outcome: Exhausted, Why: why, RequestHeader: reqHeader})
-			return c.result(resp, why), c.fail(Exhausted, resp, resp.StreamErr, why)
+			c.cause = resp.StreamErr
+			ev.Sent = true
+			return c.end(ev, Exhausted, fmt.Sprintf("the %d body was cut short after %d bytes had been written out (%v): not repeated", resp.Status, resp.Streamed, resp.StreamErr))
 		}
 		canRenew := !renewed && c.e.Auth != nil && c.e.Auth.Renewable()
 		d := Decide(Attempt{Response: resp, Err: cause, Sent: sent, Class: c.class, Ran: c.ran, CanRenew: canRenew})
 		c.ran = c.ran || d.Ran || (d.Verdict == Stop && d.Outcome == OK)
-		ev := Event{Response: resp, Err: cause, Sent: sent, Why: d.Why, RequestHeader: reqHeader}
 
 		switch d.Verdict {
 		case Stop:
-			ev.Outcome = d.Outcome
-			if d.Outcome == OK {
-				ev.Decision = "done"
-				c.emit(ev)
-				c.converged = d.Converged
-				return c.result(resp, d.Why), nil
-			}
-			ev.Decision = "stop"
-			c.emit(ev)
-			return c.result(resp, d.Why), c.fail(d.Outcome, resp, cause, d.Why)
-
+			c.converged = d.Outcome == OK && d.Converged
+			return c.end(ev, d.Outcome, d.Why)
 		case Renew:
 			renewed = true
 			if err := c.e.Auth.Renew(ctx); err != nil {
 				if ctx.Err() != nil {
-					return c.result(resp, "interrupted"), ctx.Err()
+					return c.interrupted(ctx.Err())
 				}
-				why := "401, and re-minting the token failed: " + err.Error()
-				ev.Decision, ev.Outcome, ev.Why = "stop", AuthFailure, why
-				c.emit(ev)
-				return c.result(resp, why), c.fail(AuthFailure, resp, err, why)
+				c.cause = err
+				return c.end(ev, AuthFailure, "401, and re-minting the token failed: "+err.Error())
 			}
-			ev.Decision = "renew"
-			c.emit(ev)
+			ev.Decision, ev.Why = "renew", d.Why
+			c.emit(*ev)
 			continue
 		}
 
@@ -365,36 +379,28 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 			if c.maxRetries() == 0 {
 				why = d.Why + "; retries are off (--retry 0)"
 			}
-			ev.Decision, ev.Outcome, ev.Why = "stop", Exhausted, why
-			c.emit(ev)
-			return c.result(resp, why), c.fail(Exhausted, resp, cause, why)
+			return c.end(ev, Exhausted, why)
 		}
 		if c.e.Budget != nil && (resp == nil || resp.Status != http.StatusTooManyRequests) && !c.e.Budget.AllowRetry() {
-			why := d.Why + "; the retry budget of the batch is spent (--retry-budget)"
-			ev.Decision, ev.Outcome, ev.Why = "stop", Exhausted, why
-			c.emit(ev)
-			return c.result(resp, why), c.fail(Exhausted, resp, cause, why)
+			return c.end(ev, Exhausted, d.Why+"; the retry budget of the batch is spent (--retry-budget)")
 		}
 		retries++
 		w := c.wait(retries, resp, d.ServerWait)
 		if now := c.clock.Now(); !c.deadline.IsZero() && now.Add(w.total).After(c.deadline) {
 			why := fmt.Sprintf("%s %s exceeds the %s left of --max-time", w.name, FormatDuration(w.base), FormatDuration(c.left(now)))
 			if c.left(now) <= 0 {
-				why = fmt.Sprintf("--max-time %s reached", FormatDuration(c.p.MaxTime))
+				why = c.maxTimeReached()
 			}
-			ev.Decision, ev.Outcome, ev.Why = "stop", Exhausted, d.Why+"; "+why
-			c.emit(ev)
-			return c.result(resp, why), c.fail(Exhausted, resp, cause, why)
+			ev.Why = d.Why + "; " + why
+			return c.end(ev, Exhausted, why)
 		}
-		wait := w.total
-		ev.Decision, ev.Retry, ev.Wait, ev.WaitSource = "retry", retries, wait, w.source
-		c.emit(ev)
-		if err := c.clock.Sleep(ctx, wait); err != nil {
+		ev.Decision, ev.Retry, ev.Wait, ev.WaitSource, ev.Why = "retry", retries, w.total, w.source, d.Why
+		c.emit(*ev)
+		if err := c.clock.Sleep(ctx, w.total); err != nil {
 			if errors.Is(err, context.DeadlineExceeded) && !c.deadline.IsZero() {
-				why := fmt.Sprintf("--max-time %s reached", FormatDuration(c.p.MaxTime))
-				return c.result(resp, why), c.fail(Exhausted, resp, cause, why)
+				return c.end(nil, Exhausted, c.maxTimeReached())
 			}
-			return c.result(resp, "interrupted"), err
+			return c.interrupted(err)
 		}
 	}
 }
@@ -419,16 +425,6 @@ func (c *call) wait(n int, resp *Response, server bool) waitChoice {
 	return waitChoice{total: d, base: d, name: "backoff", source: "backoff"}
 }
 
-// maxDrain bounds how much of an unread body is read so the connection can be reused.
-const maxDrain = 64 << 10
-
-// Body limits: an error body is kept up to MaxErrorBody bytes; a 2xx body is kept in memory up
-// to StreamAfter bytes and, when the policy has a Stream, streamed past that.
-const (
-	MaxErrorBody = 4 << 20
-	StreamAfter  = 8 << 20
-)
-
 // StreamWriteError is a failure to write a streamed body out (a closed pipe, a full disk).
 type StreamWriteError struct{ Err error }
 
@@ -437,8 +433,19 @@ func (e *StreamWriteError) Error() string { return "writing the response body: "
 // Unwrap returns the write error.
 func (e *StreamWriteError) Unwrap() error { return e.Err }
 
-// send makes one attempt. sent reports whether any of the request may have reached the server:
-// with a transport from NewTransport, whether any byte of it was written to the connection.
+// TimeoutError is an attempt that ran out of time.
+type TimeoutError struct {
+	After time.Duration
+	Err   error
+}
+
+func (e *TimeoutError) Error() string { return "timeout after " + FormatDuration(e.After) }
+
+// Unwrap returns the transport's own error.
+func (e *TimeoutError) Unwrap() error { return e.Err }
+
+// send makes one attempt through the engine's Sender, with the attempt's timeout clipped to
+// what is left of --max-time.
 func (c *call) send(ctx context.Context, auth string) (resp *Response, sent bool, header http.Header, err error) {
 	timeout := c.p.Timeout
 	if !c.deadline.IsZero() {
@@ -447,38 +454,19 @@ func (c *call) send(ctx context.Context, auth string) (resp *Response, sent bool
 		}
 	}
 	header = c.requestHeader(auth)
-	if c.fast(header) {
-		resp, sent, err = c.sendFast(ctx, c.e.Fast, header, timeout)
-		return resp, sent, header, err
+	resp, sent, err = c.e.Sender.Send(ctx, &Outgoing{Spec: c.spec, Header: header, Timeout: timeout,
+		Free: c.free(), FollowRedirects: c.p.FollowRedirects, Stream: c.p.Stream})
+	return resp, sent, header, err
+}
+
+// free reports that the call is repeated whatever became of an attempt without an answer: it is
+// safe, and no endpoint rule reads "it may have run" from it.
+func (c *call) free() bool {
+	if !c.class.Safe {
+		return false
 	}
-	actx := ctx
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
-	var w written
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(actx, w.trace()), c.spec.Method, c.spec.URL.String(), c.spec.NewBody())
-	if err != nil {
-		return nil, false, nil, err
-	}
-	// Nothing writes to the request's headers after this, so events can share them.
-	req.Header = header
-	var hr *http.Response
-	if c.p.FollowRedirects {
-		hr, err = (&http.Client{Transport: c.e.Transport, CheckRedirect: c.checkRedirect}).Do(req)
-	} else {
-		// Without -L a 3xx is the answer: the transport alone does the round trip.
-		hr, err = c.transport().RoundTrip(req)
-	}
-	if err != nil {
-		return nil, w.sent(), header, describeTransportError(err, actx, timeout)
-	}
-	defer hr.Body.Close()
-	a := reply{status: hr.StatusCode, statusText: hr.Status, proto: hr.Proto, header: hr.Header,
-		contentLength: hr.ContentLength, body: hr.Body}
-	resp, err = c.readReply(a, func(err error) error { return describeTransportError(err, actx, timeout) })
-	return resp, true, header, err
+	r := c.class.Rule
+	return r == nil || len(r.DoneAfterRun) == 0
 }
 
 // requestHeader is the header of every attempt: the call's own, then the defaults it lacks.
@@ -502,179 +490,6 @@ func (c *call) requestHeader(auth string) http.Header {
 	return h
 }
 
-// fast reports whether the attempt goes through the engine's FastClient: a call to its origin
-// that is repeated whatever became of an attempt without an answer (so "sent" cannot change the
-// decision), without -L, and without a framing header of the user's (Host, Content-Length,
-// Transfer-Encoding), which net/http ignores and fasthttp would obey.
-func (c *call) fast(header http.Header) bool {
-	f := c.e.Fast
-	if f == nil || c.p.FollowRedirects || !c.class.Safe || !f.Serves(c.spec.URL) {
-		return false
-	}
-	if r := c.class.Rule; r != nil && len(r.DoneAfterRun) > 0 {
-		return false
-	}
-	for _, k := range [...]string{"Host", "Content-Length", "Transfer-Encoding"} {
-		if _, set := header[k]; set {
-			return false
-		}
-	}
-	return true
-}
-
-// reply is a status line and headers, with the body still to read.
-type reply struct {
-	status            int
-	statusText, proto string
-	header            http.Header
-	contentLength     int64 // -1 when unknown
-	body              io.Reader
-}
-
-// readReply reads the body as the policy says: in full up to a limit, then streamed out or
-// cut. describe turns a read error into what the engine reports.
-func (c *call) readReply(a reply, describe func(error) error) (*Response, error) {
-	if c.spec.Method == http.MethodHead {
-		_, _ = io.CopyN(io.Discard, a.body, maxDrain)
-		return NewResponse(a.status, a.statusText, a.proto, a.header, nil), nil
-	}
-	limit := int64(MaxErrorBody)
-	if a.status >= 200 && a.status < 300 {
-		limit = StreamAfter
-	}
-	body, err := readBody(a.body, a.contentLength, limit)
-	if err != nil {
-		return nil, fmt.Errorf("%d answer cut short: %w", a.status, describe(err))
-	}
-	if int64(len(body)) <= limit {
-		return NewResponse(a.status, a.statusText, a.proto, a.header, body), nil
-	}
-	if limit == MaxErrorBody || c.p.Stream == nil {
-		// Too large to keep: keep the first part, drop the rest.
-		r := NewResponse(a.status, a.statusText, a.proto, a.header, body[:limit])
-		r.Truncated = true
-		_, _ = io.CopyN(io.Discard, a.body, maxDrain)
-		return r, nil
-	}
-	// A large 2xx body: stream it out as it arrives.
-	r := NewResponse(a.status, a.statusText, a.proto, a.header, nil)
-	out, err := c.p.Stream(r)
-	if err != nil {
-		return r, &StreamWriteError{Err: err}
-	}
-	n, werr := out.Write(body)
-	r.Streamed = int64(n)
-	if werr != nil {
-		return r, &StreamWriteError{Err: werr}
-	}
-	m, err := io.Copy(writerOnly{out, &werr}, a.body)
-	r.Streamed += m
-	switch {
-	case werr != nil:
-		return r, &StreamWriteError{Err: werr}
-	case err != nil:
-		r.StreamErr = describe(err)
-	}
-	return r, nil
-}
-
-// readBody reads up to limit+1 bytes of the body, in one allocation when the length is known.
-func readBody(body io.Reader, length, limit int64) ([]byte, error) {
-	if length > 0 && length <= limit {
-		b := make([]byte, length)
-		_, err := io.ReadFull(body, b)
-		return b, err
-	}
-	return io.ReadAll(io.LimitReader(body, limit+1))
-}
-
-func (c *call) transport() http.RoundTripper {
-	if c.e.Transport == nil {
-		return http.DefaultTransport
-	}
-	return c.e.Transport
-}
-
-// writerOnly records the writer's own error, to tell it from the body's read error in io.Copy.
-type writerOnly struct {
-	w   io.Writer
-	err *error
-}
-
-func (w writerOnly) Write(p []byte) (int, error) {
-	n, err := w.w.Write(p)
-	if err != nil {
-		*w.err = err
-	}
-	return n, err
-}
-
-// written tracks whether an attempt put any byte of its request on the connection.
-type written struct {
-	headers atomic.Bool
-	conn    atomic.Pointer[countingConn]
-	start   atomic.Int64
-}
-
-func (w *written) trace() *httptrace.ClientTrace {
-	return &httptrace.ClientTrace{
-		GotConn: func(info httptrace.GotConnInfo) {
-			if cc := countingOf(info.Conn); cc != nil {
-				w.start.Store(cc.BytesWritten())
-				w.conn.Store(cc)
-			}
-		},
-		WroteHeaders: func() { w.headers.Store(true) },
-	}
-}
-
-// sent: with a counting connection, whether bytes were written since the attempt got it;
-// otherwise, whether the transport reported writing the headers.
-func (w *written) sent() bool {
-	if cc := w.conn.Load(); cc != nil {
-		return cc.BytesWritten() > w.start.Load()
-	}
-	return w.headers.Load()
-}
-
-func (c *call) checkRedirect(req *http.Request, via []*http.Request) error {
-	if !c.p.FollowRedirects {
-		return http.ErrUseLastResponse
-	}
-	if len(via) >= 10 {
-		return errors.New("stopped after 10 redirects")
-	}
-	if !request.SameOrigin(req.URL, c.spec.URL) {
-		req.Header.Del("Authorization")
-		req.Header.Del("Cookie")
-	}
-	return nil
-}
-
-// TimeoutError is an attempt that ran out of time.
-type TimeoutError struct {
-	After time.Duration
-	Err   error
-}
-
-func (e *TimeoutError) Error() string { return "timeout after " + FormatDuration(e.After) }
-
-// Unwrap returns the transport's own error.
-func (e *TimeoutError) Unwrap() error { return e.Err }
-
-// describeTransportError keeps what a user needs of a transport error: a timeout says so, and
-// the URL, already in every line, is dropped.
-func describeTransportError(err error, actx context.Context, timeout time.Duration) error {
-	if errors.Is(actx.Err(), context.DeadlineExceeded) {
-		return &TimeoutError{After: timeout, Err: err}
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
-}
-
 // fetch shows the resource that an "already done" answer refers to, polling the endpoint's
 // list for a while because lists lag.
 func (c *call) fetch(ctx context.Context, done *Result) (*Result, error) {
@@ -694,6 +509,11 @@ func (c *call) fetch(ctx context.Context, done *Result) (*Result, error) {
 	if !c.deadline.IsZero() && c.deadline.Before(until) {
 		until = c.deadline
 	}
+	finish := func(r *Response, why string) *Result {
+		res := c.result(why)
+		res.Response = r
+		return res
+	}
 	for n := 1; ; n++ {
 		p := c.p
 		p.MaxTime = max(until.Sub(c.clock.Now()), time.Millisecond)
@@ -702,19 +522,19 @@ func (c *call) fetch(ctx context.Context, done *Result) (*Result, error) {
 			c.attempts += res.Attempts
 		}
 		if err != nil {
-			return c.result(done.Response, done.Why), err
+			return finish(done.Response, done.Why), err
 		}
 		if item, ok := f.Pick(res.Response.Body, c.spec.Body); ok {
 			r := *res.Response
 			r.Body = item
-			return c.result(&r, done.Why+"; fetched with GET "+get.Path()), nil
+			return finish(&r, done.Why+"; fetched with GET "+get.Path()), nil
 		}
 		wait := Backoff(n, c.p.BackoffBase, c.p.BackoffCap, c.rnd())
 		if c.clock.Now().Add(wait).After(until) {
-			return c.result(done.Response, done.Why+"; GET "+get.Path()+" did not list it yet"), nil
+			return finish(done.Response, done.Why+"; GET "+get.Path()+" did not list it yet"), nil
 		}
 		if err := c.clock.Sleep(ctx, wait); err != nil {
-			return c.result(done.Response, done.Why), err
+			return finish(done.Response, done.Why), err
 		}
 	}
 }

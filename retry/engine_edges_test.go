@@ -1,46 +1,43 @@
-package retry
+package retry_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	rt "github.com/brellium/brellium/internal/retrytest"
+	. "github.com/brellium/brellium/retry"
 )
 
 // An attempt that sent nothing does not undo what an earlier attempt may have done: after a
 // DELETE was dropped and a repeat found no connection, a 404 still means "already done".
 func TestRanSurvivesAnAttemptThatSentNothing(t *testing.T) {
-	tc := engineCase{method: "DELETE", path: "/v2/users/u1",
-		steps:        []step{dropped(), refused(), apiErr(404, "NOT_FOUND")},
-		wantAttempts: 3, wantOutcome: OK, wantWhy: "already done"}
-	runEngineCase(t, tc)
+	runCase(t, rt.Case{Method: "DELETE", Path: "/v2/users/u1",
+		Steps:        []rt.Step{rt.Dropped(), rt.Refused(), rt.APIErr(404, "NOT_FOUND")},
+		WantAttempts: 3, WantOutcome: OK, WantWhy: "already done"})
 }
 
 // A call stopped after its request went out may have run: the result says so, and the error
 // is the cancellation (not an outcome of the call).
 func TestCancelAfterSendingMarksTheCallMayHaveRun(t *testing.T) {
+	cancelling := func(cancel context.CancelFunc, sent bool) rt.Step {
+		return rt.Func(func(ctx context.Context, _ *Outgoing) (*Response, bool, error) {
+			cancel()
+			return nil, sent, ctx.Err()
+		})
+	}
 	for _, method := range []string{"POST", "GET"} {
 		ctx, cancel := context.WithCancel(context.Background())
-		tr := &fakeTransport{steps: []step{func(req *http.Request) (*http.Response, error) {
-			wrote(req)
-			cancel()
-			return nil, req.Context().Err()
-		}}}
-		e := &Engine{Transport: tr, Clock: newFakeClock(), Rand: fixedRand}
+		e := &Engine{Sender: &rt.FakeSender{Steps: []rt.Step{cancelling(cancel, true)}}, Clock: rt.NewFakeClock(), Rand: rt.FixedRand}
 		body := ""
 		if method == "POST" {
 			body = `{"email":"a@example.com"}`
 		}
-		res, err := e.Do(ctx, mustSpec(t, method, "/v2/users", body, false, ""), DefaultPolicy())
+		res, err := e.Do(ctx, rt.Spec(t, nil, method, "/v2/users", body, false, ""), DefaultPolicy())
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("%s: err = %v, want context.Canceled", method, err)
 		}
@@ -51,12 +48,8 @@ func TestCancelAfterSendingMarksTheCallMayHaveRun(t *testing.T) {
 	}
 	// Cancelled before anything was written: it did not run.
 	ctx, cancel := context.WithCancel(context.Background())
-	tr := &fakeTransport{steps: []step{func(req *http.Request) (*http.Response, error) {
-		cancel()
-		return nil, req.Context().Err()
-	}}}
-	e := &Engine{Transport: tr, Clock: newFakeClock(), Rand: fixedRand}
-	res, err := e.Do(ctx, mustSpec(t, "POST", "/v2/users", `{}`, false, ""), DefaultPolicy())
+	e := &Engine{Sender: &rt.FakeSender{Steps: []rt.Step{cancelling(cancel, false)}}, Clock: rt.NewFakeClock(), Rand: rt.FixedRand}
+	res, err := e.Do(ctx, rt.Spec(t, nil, "POST", "/v2/users", `{}`, false, ""), DefaultPolicy())
 	if !errors.Is(err, context.Canceled) || res == nil || res.MayHaveRun {
 		t.Fatalf("cancelled before sending: %+v %v", res, err)
 	}
@@ -65,16 +58,16 @@ func TestCancelAfterSendingMarksTheCallMayHaveRun(t *testing.T) {
 // Whether a call may have run follows its answers: a 2xx ran it, a 4xx did not.
 func TestMayHaveRunFollowsTheAnswer(t *testing.T) {
 	for _, c := range []struct {
-		steps []step
+		steps []rt.Step
 		want  bool
 	}{
-		{[]step{answer(201, `{}`)}, true},
-		{[]step{apiErr(422, "INVALID")}, false},
-		{[]step{apiErr(429, "RATE_LIMITED", "Retry-After", "1"), apiErr(404, "NOT_FOUND")}, false},
-		{[]step{apiErr(502, "BAD_GATEWAY")}, true},
+		{[]rt.Step{rt.Answer(201, `{}`)}, true},
+		{[]rt.Step{rt.APIErr(422, "INVALID")}, false},
+		{[]rt.Step{rt.APIErr(429, "RATE_LIMITED", "Retry-After", "1"), rt.APIErr(404, "NOT_FOUND")}, false},
+		{[]rt.Step{rt.APIErr(502, "BAD_GATEWAY")}, true},
 	} {
-		e := &Engine{Transport: &fakeTransport{steps: c.steps}, Clock: newFakeClock(), Rand: fixedRand}
-		res, _ := e.Do(context.Background(), mustSpec(t, "POST", "/v2/things", `{}`, false, ""), DefaultPolicy())
+		e := &Engine{Sender: &rt.FakeSender{Steps: c.steps}, Clock: rt.NewFakeClock(), Rand: rt.FixedRand}
+		res, _ := e.Do(context.Background(), rt.Spec(t, nil, "POST", "/v2/things", `{}`, false, ""), DefaultPolicy())
 		if res == nil || res.MayHaveRun != c.want {
 			t.Errorf("%d steps ending %+v: MayHaveRun %v, want %v", len(c.steps), res, res != nil && res.MayHaveRun, c.want)
 		}
@@ -84,27 +77,25 @@ func TestMayHaveRunFollowsTheAnswer(t *testing.T) {
 // The deadline check counts the jitter: Retry-After 12 plus 250 ms of jitter does not fit in
 // 12.2 s, so the call ends at once without sleeping.
 func TestDeadlineCheckCountsTheJitter(t *testing.T) {
-	runEngineCase(t, engineCase{method: "GET", path: "/v2/audits/a",
-		policy:       func(p *Policy) { p.MaxTime = 12200 * time.Millisecond },
-		steps:        []step{apiErr(429, "RATE_LIMITED", "Retry-After", "12"), answer(200, `{}`)},
-		wantAttempts: 1, wantOutcome: Exhausted, wantWaits: []time.Duration{},
-		wantWhy: "Retry-After 12s exceeds the 12.2s left of --max-time"})
+	runCase(t, rt.Case{Method: "GET", Path: "/v2/audits/a",
+		Policy:       func(p *Policy) { p.MaxTime = 12200 * time.Millisecond },
+		Steps:        []rt.Step{rt.APIErr(429, "RATE_LIMITED", "Retry-After", "12"), rt.Answer(200, `{}`)},
+		WantAttempts: 1, WantOutcome: Exhausted, WantWaits: []time.Duration{},
+		WantWhy: "Retry-After 12s exceeds the 12.2s left of --max-time"})
 }
 
 // When an attempt uses up the time to the deadline exactly, the reason says the cap was
 // reached, not that a wait exceeds no time at all.
 func TestAttemptEndingAtTheDeadlineSaysTheCapWasReached(t *testing.T) {
-	clock := newFakeClock()
-	tr := &fakeTransport{steps: []step{func(req *http.Request) (*http.Response, error) {
-		clock.mu.Lock()
-		clock.now = clock.now.Add(10 * time.Second)
-		clock.mu.Unlock()
-		return apiErr(503, "UNAVAILABLE")(req)
-	}}}
-	e := &Engine{Transport: tr, Clock: clock, Rand: fixedRand}
+	clock := rt.NewFakeClock()
+	tr := &rt.FakeSender{Steps: []rt.Step{rt.Func(func(context.Context, *Outgoing) (*Response, bool, error) {
+		clock.Advance(10 * time.Second)
+		return rt.FakeAnswer(503, `{"error":{"code":"UNAVAILABLE"}}`), true, nil
+	})}}
+	e := &Engine{Sender: tr, Clock: clock, Rand: rt.FixedRand}
 	p := DefaultPolicy()
 	p.MaxTime = 10 * time.Second
-	_, err := e.Do(context.Background(), mustSpec(t, "GET", "/v2/audits/a", "", false, ""), p)
+	_, err := e.Do(context.Background(), rt.Spec(t, nil, "GET", "/v2/audits/a", "", false, ""), p)
 	var ex *ExhaustedError
 	if !errors.As(err, &ex) || !strings.Contains(ex.Reason, "--max-time 10s reached") || strings.Contains(ex.Reason, "exceeds") {
 		t.Fatalf("err = %v, want --max-time 10s reached", err)
@@ -129,20 +120,20 @@ func (g *recordingGate) Enter(context.Context) (func(bool), error) {
 // else.
 func TestBreakerHearsEachFailure(t *testing.T) {
 	cases := []struct {
-		step   step
+		step   rt.Step
 		failed bool
 	}{
-		{apiErr(500, "INTERNAL"), true}, {apiErr(503, "UNAVAILABLE"), true}, {answer(505, ""), true},
-		{dropped(), true}, {refused(), true},
-		{answer(200, `{}`), false}, {apiErr(404, "NOT_FOUND"), false}, {apiErr(429, "RATE_LIMITED"), false},
-		{answer(499, ""), false},
+		{rt.APIErr(500, "INTERNAL"), true}, {rt.APIErr(503, "UNAVAILABLE"), true}, {rt.Answer(505, ""), true},
+		{rt.Dropped(), true}, {rt.Refused(), true},
+		{rt.Answer(200, `{}`), false}, {rt.APIErr(404, "NOT_FOUND"), false}, {rt.APIErr(429, "RATE_LIMITED"), false},
+		{rt.Answer(499, ""), false},
 	}
 	for _, c := range cases {
 		g := &recordingGate{}
-		e := &Engine{Transport: &fakeTransport{steps: []step{c.step}}, Clock: newFakeClock(), Rand: fixedRand, Gate: g}
+		e := &Engine{Sender: &rt.FakeSender{Steps: []rt.Step{c.step}}, Clock: rt.NewFakeClock(), Rand: rt.FixedRand, Gate: g}
 		p := DefaultPolicy()
 		p.Retries = 0
-		res, _ := e.Do(context.Background(), mustSpec(t, "GET", "/v2/audits/a", "", false, ""), p)
+		res, _ := e.Do(context.Background(), rt.Spec(t, nil, "GET", "/v2/audits/a", "", false, ""), p)
 		status := 0
 		if res != nil && res.Response != nil {
 			status = res.Response.Status
@@ -167,18 +158,18 @@ func (b *countingBudget) AllowRetry() bool { b.asked++; return b.allow }
 func TestRetryBudgetChargesFailuresOnly(t *testing.T) {
 	cases := []struct {
 		name                string
-		steps               []step
+		steps               []rt.Step
 		wantSent, wantAsked int
 	}{
-		{"429s", []step{apiErr(429, "RATE_LIMITED", "Retry-After", "1"), apiErr(429, "RATE_LIMITED", "Retry-After", "1"), answer(200, `{}`)}, 3, 0},
-		{"503", []step{apiErr(503, "UNAVAILABLE"), answer(200, `{}`)}, 2, 1},
-		{"dropped", []step{dropped(), answer(200, `{}`)}, 2, 1},
-		{"refused twice", []step{refused(), refused(), answer(200, `{}`)}, 1, 2},
+		{"429s", []rt.Step{rt.APIErr(429, "RATE_LIMITED", "Retry-After", "1"), rt.APIErr(429, "RATE_LIMITED", "Retry-After", "1"), rt.Answer(200, `{}`)}, 3, 0},
+		{"503", []rt.Step{rt.APIErr(503, "UNAVAILABLE"), rt.Answer(200, `{}`)}, 2, 1},
+		{"dropped", []rt.Step{rt.Dropped(), rt.Answer(200, `{}`)}, 2, 1},
+		{"refused twice", []rt.Step{rt.Refused(), rt.Refused(), rt.Answer(200, `{}`)}, 1, 2},
 	}
 	for _, c := range cases {
 		b := &countingBudget{allow: true}
-		e := &Engine{Transport: &fakeTransport{steps: c.steps}, Clock: newFakeClock(), Rand: fixedRand, Budget: b}
-		if _, err := e.Do(context.Background(), mustSpec(t, "GET", "/v2/audits/a", "", false, ""), DefaultPolicy()); err != nil {
+		e := &Engine{Sender: &rt.FakeSender{Steps: c.steps}, Clock: rt.NewFakeClock(), Rand: rt.FixedRand, Budget: b}
+		if _, err := e.Do(context.Background(), rt.Spec(t, nil, "GET", "/v2/audits/a", "", false, ""), DefaultPolicy()); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		if b.sent != c.wantSent || b.asked != c.wantAsked {
@@ -186,8 +177,8 @@ func TestRetryBudgetChargesFailuresOnly(t *testing.T) {
 		}
 	}
 	b := &countingBudget{allow: false}
-	e := &Engine{Transport: &fakeTransport{steps: []step{apiErr(503, "UNAVAILABLE")}}, Clock: newFakeClock(), Rand: fixedRand, Budget: b}
-	_, err := e.Do(context.Background(), mustSpec(t, "GET", "/v2/audits/a", "", false, ""), DefaultPolicy())
+	e := &Engine{Sender: &rt.FakeSender{Steps: []rt.Step{rt.APIErr(503, "UNAVAILABLE")}}, Clock: rt.NewFakeClock(), Rand: rt.FixedRand, Budget: b}
+	_, err := e.Do(context.Background(), rt.Spec(t, nil, "GET", "/v2/audits/a", "", false, ""), DefaultPolicy())
 	if OutcomeOf(err) != Exhausted || !strings.Contains(err.Error(), "--retry-budget") {
 		t.Fatalf("a spent budget: %v", err)
 	}
@@ -231,13 +222,13 @@ func (l *recordingLimiter) Drain()        { l.drains++ }
 
 func TestLimiterHearsRemainingAndOnly429sDrainIt(t *testing.T) {
 	l := &recordingLimiter{}
-	tr := &fakeTransport{steps: []step{
-		apiErr(503, "UNAVAILABLE", "RateLimit-Remaining", "7"),
-		apiErr(429, "RATE_LIMITED", "Retry-After", "1", "RateLimit-Remaining", "0"),
-		answer(200, `{}`),
+	tr := &rt.FakeSender{Steps: []rt.Step{
+		rt.APIErr(503, "UNAVAILABLE", "RateLimit-Remaining", "7"),
+		rt.APIErr(429, "RATE_LIMITED", "Retry-After", "1", "RateLimit-Remaining", "0"),
+		rt.Answer(200, `{}`),
 	}}
-	e := &Engine{Transport: tr, Clock: newFakeClock(), Rand: fixedRand, Limiter: l}
-	if _, err := e.Do(context.Background(), mustSpec(t, "GET", "/v2/audits/a", "", false, ""), DefaultPolicy()); err != nil {
+	e := &Engine{Sender: tr, Clock: rt.NewFakeClock(), Rand: rt.FixedRand, Limiter: l}
+	if _, err := e.Do(context.Background(), rt.Spec(t, nil, "GET", "/v2/audits/a", "", false, ""), DefaultPolicy()); err != nil {
 		t.Fatal(err)
 	}
 	if l.waits != 3 || l.drains != 1 || fmt.Sprint(l.observed) != "[7 0]" {
@@ -249,7 +240,7 @@ func TestLimiterHearsRemainingAndOnly429sDrainIt(t *testing.T) {
 // the right outcome and reason.
 func TestRefusalsBeforeAnAttempt(t *testing.T) {
 	spec := func() *Engine {
-		return &Engine{Transport: &fakeTransport{steps: []step{answer(200, `{}`)}}, Clock: newFakeClock(), Rand: fixedRand}
+		return &Engine{Sender: &rt.FakeSender{Steps: []rt.Step{rt.Answer(200, `{}`)}}, Clock: rt.NewFakeClock(), Rand: rt.FixedRand}
 	}
 	cases := []struct {
 		name    string
@@ -265,21 +256,21 @@ func TestRefusalsBeforeAnAttempt(t *testing.T) {
 		}, Exhausted, "--max-time 1m0s reached waiting for the client budget"},
 		{"a broken limiter", func(e *Engine) {
 			e.Limiter = &recordingLimiter{err: errors.New("limiter exploded")}
-		}, Internal, "limiter exploded"},
+		}, "", "limiter exploded"},
 		{"a gate that fails", func(e *Engine) { e.Gate = &recordingGate{err: errors.New("tripped")} }, Exhausted, "circuit breaker: tripped"},
-		{"no credential", func(e *Engine) { e.Auth = failingAuth{} }, Internal, "no token today"},
+		{"no credential", func(e *Engine) { e.Auth = failingAuth{} }, "", "no token today"},
 	}
 	for _, c := range cases {
 		e := spec()
 		c.tune(e)
-		res, err := e.Do(context.Background(), mustSpec(t, "GET", "/v2/audits/a", "", false, ""), DefaultPolicy())
+		res, err := e.Do(context.Background(), rt.Spec(t, nil, "GET", "/v2/audits/a", "", false, ""), DefaultPolicy())
 		if OutcomeOf(err) != c.outcome || err == nil || !strings.Contains(err.Error(), c.why) {
 			t.Errorf("%s: %v (outcome %s), want %s saying %q", c.name, err, OutcomeOf(err), c.outcome, c.why)
 		}
 		if res == nil || res.Attempts != 0 {
 			t.Errorf("%s: result %+v, want no attempt", c.name, res)
 		}
-		if n := len(e.Transport.(*fakeTransport).reqs); n != 0 {
+		if n := len(e.Sender.(*rt.FakeSender).Sent); n != 0 {
 			t.Errorf("%s: %d requests sent", c.name, n)
 		}
 	}
@@ -294,7 +285,7 @@ func TestRefusalsBeforeAnAttempt(t *testing.T) {
 		tune(e)
 		// The limiter lets the attempt through although ctx is done, to reach the gate or auth.
 		e.Limiter = passLimiter{}
-		_, err := e.Do(ctx, mustSpec(t, "GET", "/v2/audits/a", "", false, ""), DefaultPolicy())
+		_, err := e.Do(ctx, rt.Spec(t, nil, "GET", "/v2/audits/a", "", false, ""), DefaultPolicy())
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("%s: err = %v, want context.Canceled", name, err)
 		}
@@ -326,8 +317,8 @@ func (failingRenewer) Renewable() bool                               { return tr
 func (failingRenewer) Renew(context.Context) error                   { return errors.New("token endpoint down") }
 
 func TestFailedRenewIsAnAuthError(t *testing.T) {
-	e := &Engine{Transport: &fakeTransport{steps: []step{apiErr(401, "UNAUTHORIZED")}}, Clock: newFakeClock(), Rand: fixedRand, Auth: failingRenewer{}}
-	_, err := e.Do(context.Background(), mustSpec(t, "GET", "/v2/audits/a", "", false, ""), DefaultPolicy())
+	e := &Engine{Sender: &rt.FakeSender{Steps: []rt.Step{rt.APIErr(401, "UNAUTHORIZED")}}, Clock: rt.NewFakeClock(), Rand: rt.FixedRand, Auth: failingRenewer{}}
+	_, err := e.Do(context.Background(), rt.Spec(t, nil, "GET", "/v2/audits/a", "", false, ""), DefaultPolicy())
 	if OutcomeOf(err) != AuthFailure || !strings.Contains(err.Error(), "re-minting the token failed: token endpoint down") {
 		t.Fatalf("err = %v", err)
 	}
@@ -335,203 +326,91 @@ func TestFailedRenewIsAnAuthError(t *testing.T) {
 
 // Each attempt carries the defaults a call lacks and keeps what the user set.
 func TestRequestHeaderDefaults(t *testing.T) {
-	tr := &fakeTransport{steps: []step{answer(200, `{}`)}}
-	e := &Engine{Transport: tr, Clock: newFakeClock(), Rand: fixedRand, UserAgent: "brellium/test", Auth: StaticToken("tok")}
-	if _, err := e.Do(context.Background(), mustSpec(t, "POST", "/v2/users", `{}`, false, ""), DefaultPolicy()); err != nil {
+	tr := &rt.FakeSender{Steps: []rt.Step{rt.Answer(200, `{}`)}}
+	e := &Engine{Sender: tr, Clock: rt.NewFakeClock(), Rand: rt.FixedRand, UserAgent: "brellium/test", Auth: rt.StaticToken("tok")}
+	if _, err := e.Do(context.Background(), rt.Spec(t, nil, "POST", "/v2/users", `{}`, false, ""), DefaultPolicy()); err != nil {
 		t.Fatal(err)
 	}
-	h := tr.reqs[0].Header
+	h := tr.Sent[0].Header
 	if h.Get("Accept") != "application/json" || h.Get("Content-Type") != "application/json" ||
 		h.Get("User-Agent") != "brellium/test" || h.Get("Authorization") != "Bearer tok" {
 		t.Errorf("defaults: %v", h)
 	}
-	tr = &fakeTransport{steps: []step{answer(200, `{}`)}}
-	e.Transport = tr
-	spec := mustSpec(t, "GET", "/v2/audits/a", "", false, "")
+	tr = &rt.FakeSender{Steps: []rt.Step{rt.Answer(200, `{}`)}}
+	e.Sender = tr
+	spec := rt.Spec(t, nil, "GET", "/v2/audits/a", "", false, "")
 	spec.Header.Set("Accept", "text/csv")
 	spec.Header.Set("User-Agent", "mine/1")
 	spec.Header.Set("Authorization", "Basic abc")
 	if _, err := e.Do(context.Background(), spec, DefaultPolicy()); err != nil {
 		t.Fatal(err)
 	}
-	h = tr.reqs[0].Header
+	h = tr.Sent[0].Header
 	if h.Get("Accept") != "text/csv" || h.Get("User-Agent") != "mine/1" || h.Get("Authorization") != "Basic abc" || h.Get("Content-Type") != "" {
 		t.Errorf("the user's own headers were not kept: %v", h)
 	}
 }
 
-// Each attempt's time is clipped to what is left of --max-time, and a timeout says how long
-// the attempt had.
+// Each attempt's time is clipped to what is left of --max-time; a call with no time cap gives
+// each attempt its own.
 func TestAttemptTimeoutIsClippedToMaxTime(t *testing.T) {
-	for _, timeout := range []time.Duration{0, 30 * time.Second} {
-		tr := &fakeTransport{steps: []step{func(req *http.Request) (*http.Response, error) {
-			<-req.Context().Done()
-			return nil, req.Context().Err()
-		}}}
-		e := &Engine{Transport: tr, Clock: newFakeClock(), Rand: fixedRand}
+	cases := []struct{ timeout, maxTime, want time.Duration }{
+		{0, 40 * time.Millisecond, 40 * time.Millisecond},
+		{30 * time.Second, 40 * time.Millisecond, 40 * time.Millisecond},
+		{30 * time.Second, time.Minute, 30 * time.Second},
+		{30 * time.Second, 0, 30 * time.Second},
+		{0, 0, 0},
+	}
+	for _, c := range cases {
+		tr := &rt.FakeSender{Steps: []rt.Step{rt.Answer(200, `{}`)}}
+		e := &Engine{Sender: tr, Clock: rt.NewFakeClock(), Rand: rt.FixedRand}
 		p := DefaultPolicy()
-		p.Timeout, p.MaxTime, p.Retries = timeout, 40*time.Millisecond, 0
-		_, err := e.Do(context.Background(), mustSpec(t, "GET", "/v2/audits/a", "", false, ""), p)
-		var te *TimeoutError
-		if !errors.As(err, &te) || te.After != 40*time.Millisecond || !strings.Contains(err.Error(), "timeout after 40ms") {
-			t.Errorf("--timeout %v --max-time 40ms: %v, want a timeout after 40ms", timeout, err)
+		p.Timeout, p.MaxTime = c.timeout, c.maxTime
+		if _, err := e.Do(context.Background(), rt.Spec(t, nil, "GET", "/v2/audits/a", "", false, ""), p); err != nil {
+			t.Fatal(err)
+		}
+		if got := tr.Sent[0].Timeout; got != c.want {
+			t.Errorf("--timeout %v --max-time %v: the attempt had %v, want %v", c.timeout, c.maxTime, got, c.want)
+		}
+	}
+}
+
+// The engine tells the sender which calls repeat whatever became of an attempt without an
+// answer (Free): safe calls, but not those whose endpoint reads "it may have run" from a later
+// answer.
+func TestFreeCallsAreTheSafeOnesWithoutARanRule(t *testing.T) {
+	cases := []struct {
+		method, path, body string
+		free               bool
+	}{
+		{"GET", "/v2/audits/a", "", true},
+		{"PATCH", "/v2/audits/a", `{"flags":[]}`, true},
+		{"DELETE", "/v2/users/u1", "", false},
+		{"POST", "/v2/users", `{}`, false},
+		{"PUT", "/v2/things/1", `{}`, false},
+	}
+	for _, c := range cases {
+		tr := &rt.FakeSender{Steps: []rt.Step{rt.Answer(200, `{}`)}}
+		e := &Engine{Sender: tr, Clock: rt.NewFakeClock()}
+		p := DefaultPolicy()
+		p.FollowRedirects = true
+		if _, err := e.Do(context.Background(), rt.Spec(t, nil, c.method, c.path, c.body, false, ""), p); err != nil {
+			t.Fatal(err)
+		}
+		if o := tr.Sent[0]; o.Free != c.free || !o.FollowRedirects {
+			t.Errorf("%s %s: free %v follow %v, want free %v", c.method, c.path, o.Free, o.FollowRedirects, c.free)
 		}
 	}
 }
 
 // The recipient's list is polled with growing backoff until it shows the recipient.
 func TestFetchPollsWithGrowingBackoff(t *testing.T) {
-	empty := answer(200, `{"object":"list","data":[]}`)
-	runEngineCase(t, engineCase{method: "POST", path: "/v2/email_recipients", body: `{"email":"r@example.com"}`, idempotent: true,
-		steps: []step{dropped(), apiErr(409, "EMAIL_RECIPIENT_EXISTS"), empty, empty, empty,
-			answer(200, `{"object":"list","data":[{"id":"er_1","email":"r@example.com"}]}`)},
-		wantAttempts: 6, wantOutcome: OK, wantBody: `"er_1"`,
-		wantWaits: []time.Duration{250 * ms, 250 * ms, 500 * ms, 1000 * ms}})
-}
-
-func TestRedirectsStopAfterTen(t *testing.T) {
-	var hops atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hops.Add(1)
-		http.Redirect(w, r, fmt.Sprintf("/hop/%d", hops.Load()), http.StatusFound)
-	}))
-	defer srv.Close()
-	base := mustSpec(t, "GET", "/start", "", false, "")
-	base.URL.Scheme, base.URL.Host = "http", strings.TrimPrefix(srv.URL, "http://")
-	e := &Engine{Transport: NewTransport(), Clock: newFakeClock(), Rand: fixedRand}
-	p := DefaultPolicy()
-	p.FollowRedirects, p.Retries = true, 0
-	_, err := e.Do(context.Background(), base, p)
-	if err == nil || !strings.Contains(err.Error(), "stopped after 10 redirects") || hops.Load() != 10 {
-		t.Fatalf("err = %v after %d requests", err, hops.Load())
-	}
-}
-
-// bigAnswer is a status with n bytes of body, its length unknown to the reader.
-func bigAnswer(status, n int) step {
-	return func(req *http.Request) (*http.Response, error) {
-		wrote(req)
-		return &http.Response{StatusCode: status, Proto: "HTTP/1.1", Header: http.Header{}, ContentLength: -1,
-			Body: io.NopCloser(io.LimitReader(zeros{}, int64(n))), Request: req}, nil
-	}
-}
-
-type zeros struct{}
-
-func (zeros) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = '0'
-	}
-	return len(p), nil
-}
-
-// Bodies are kept whole up to their limit (4 MiB for an error, 8 MiB for a 2xx), cut past it,
-// and a 2xx over its limit is streamed when the policy takes streams.
-func TestBodyLimits(t *testing.T) {
-	cases := []struct {
-		status, size int
-		stream       bool
-		wantKept     int
-		wantCut      bool
-		wantStreamed int
-	}{
-		{200, 5 << 20, false, 5 << 20, false, 0},
-		{200, StreamAfter, false, StreamAfter, false, 0},
-		{200, StreamAfter + 1, false, StreamAfter, true, 0},
-		{299, StreamAfter + 10, true, 0, false, StreamAfter + 10},
-		{300, 5 << 20, false, MaxErrorBody, true, 0},
-		{404, MaxErrorBody, false, MaxErrorBody, false, 0},
-		{404, 5 << 20, true, MaxErrorBody, true, 0},
-	}
-	for _, c := range cases {
-		var out bytes.Buffer
-		p := DefaultPolicy()
-		p.Retries = 0
-		if c.stream {
-			p.Stream = func(*Response) (io.Writer, error) { return &out, nil }
-		}
-		e := &Engine{Transport: &fakeTransport{steps: []step{bigAnswer(c.status, c.size)}}, Clock: newFakeClock(), Rand: fixedRand}
-		res, _ := e.Do(context.Background(), mustSpec(t, "GET", "/v2/audits/a", "", false, ""), p)
-		if res == nil || res.Response == nil {
-			t.Fatalf("%d of %d bytes: no response", c.status, c.size)
-		}
-		r := res.Response
-		if len(r.Body) != c.wantKept || r.Truncated != c.wantCut || int(r.Streamed) != c.wantStreamed || out.Len() != c.wantStreamed {
-			t.Errorf("%d of %d bytes (stream %v): kept %d cut %v streamed %d (%d out); want %d %v %d",
-				c.status, c.size, c.stream, len(r.Body), r.Truncated, r.Streamed, out.Len(), c.wantKept, c.wantCut, c.wantStreamed)
-		}
-	}
-}
-
-// A failure to write a streamed body ends the call: it ran, and it is not repeated.
-func TestStreamWriteFailureEndsTheCall(t *testing.T) {
-	for _, failAt := range []string{"open", "first write", "later write"} {
-		p := DefaultPolicy()
-		writes := 0
-		p.Stream = func(*Response) (io.Writer, error) {
-			if failAt == "open" {
-				return nil, errors.New("disk full")
-			}
-			return writerFunc(func(b []byte) (int, error) {
-				writes++
-				if failAt == "first write" || writes > 1 {
-					return 0, errors.New("disk full")
-				}
-				return len(b), nil
-			}), nil
-		}
-		tr := &fakeTransport{steps: []step{bigAnswer(200, StreamAfter+(1<<20))}}
-		e := &Engine{Transport: tr, Clock: newFakeClock(), Rand: fixedRand}
-		res, err := e.Do(context.Background(), mustSpec(t, "GET", "/v2/audits/a", "", false, ""), p)
-		var swe *StreamWriteError
-		if !errors.As(err, &swe) || !strings.Contains(err.Error(), "writing the response body: disk full") {
-			t.Errorf("%s: err = %v", failAt, err)
-		}
-		if res == nil || !res.MayHaveRun || len(tr.reqs) != 1 {
-			t.Errorf("%s: %+v after %d requests; want one request that may have run", failAt, res, len(tr.reqs))
-		}
-	}
-}
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
-
-// failConn is a connection whose every write fails before a byte leaves.
-type failConn struct{ net.Conn }
-
-func (failConn) Write([]byte) (int, error) { return 0, errors.New("write: connection reset by peer") }
-func (failConn) Read([]byte) (int, error)  { return 0, io.EOF }
-func (failConn) Close() error              { return nil }
-
-// A connection that takes no byte of the request counts as "nothing was sent", so even an
-// unsafe write is repeated; the counting transport tells it apart from a request that left.
-func TestAConnectionThatTookNoByteSentNothing(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusCreated)
-	}))
-	defer srv.Close()
-	tr := NewTransport()
-	dial := tr.DialContext
-	var dials atomic.Int32
-	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if dials.Add(1) == 1 {
-			return &countingConn{Conn: failConn{}}, nil
-		}
-		return dial(ctx, network, addr)
-	}
-	defer tr.CloseIdleConnections()
-	spec := mustSpec(t, "POST", "/v2/users", `{"email":"a@example.com"}`, false, "")
-	spec.URL.Scheme, spec.URL.Host = "http", strings.TrimPrefix(srv.URL, "http://")
-	var events []Event
-	e := &Engine{Transport: tr, Clock: newFakeClock(), Rand: fixedRand, Sink: SinkFunc(func(ev Event) { events = append(events, ev) })}
-	res, err := e.Do(context.Background(), spec, DefaultPolicy())
-	if err != nil || res.Attempts != 2 {
-		t.Fatalf("err = %v, attempts %+v: a write that left no byte must be repeated", err, res)
-	}
-	if events[0].Sent || events[0].Decision != "retry" {
-		t.Errorf("first attempt: %+v, want not sent and repeated", events[0])
-	}
+	empty := rt.Answer(200, `{"object":"list","data":[]}`)
+	runCase(t, rt.Case{Method: "POST", Path: "/v2/email_recipients", Body: `{"email":"r@example.com"}`, Idempotent: true,
+		Steps: []rt.Step{rt.Dropped(), rt.APIErr(409, "EMAIL_RECIPIENT_EXISTS"), empty, empty, empty,
+			rt.Answer(200, `{"object":"list","data":[{"id":"er_1","email":"r@example.com"}]}`)},
+		WantAttempts: 6, WantOutcome: OK, WantBody: `"er_1"`,
+		WantWaits: []time.Duration{250 * ms, 250 * ms, 500 * ms, 1000 * ms}})
 }
 
 func TestSystemClockSleepEndsWithItsContext(t *testing.T) {

@@ -104,8 +104,8 @@ func newCallError(o Outcome, f Failure) error {
 	}
 }
 
-// OutcomeOf returns the outcome that err stands for: OK for nil, Internal for an error that is
-// not one of the engine's.
+// OutcomeOf returns the outcome that err stands for: OK for nil, "" for an error that is not
+// one of the engine's typed errors.
 func OutcomeOf(err error) Outcome {
 	if err == nil {
 		return OK
@@ -129,5 +129,5 @@ func OutcomeOf(err error) Outcome {
 	case errors.As(err, &api):
 		return APIFailure
 	}
-	return Internal
+	return ""
 }

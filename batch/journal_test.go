@@ -1,4 +1,4 @@
-package request
+package batch
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/brellium/brellium/request"
 )
 
 func journalPath(t *testing.T) string { return filepath.Join(t.TempDir(), "run.journal") }
@@ -72,7 +74,7 @@ func TestJournalRefusesAnotherTextForALine(t *testing.T) {
 	if _, err := j.Prior(1, 0xabd); err == nil || !strings.Contains(err.Error(), "another text for line 1") {
 		t.Fatalf("err = %v", err)
 	}
-	var usage *UsageError
+	var usage *request.UsageError
 	if _, err := j.Prior(1, 0xabd); !errors.As(err, &usage) {
 		t.Fatalf("err = %T, want a usage error", err)
 	}

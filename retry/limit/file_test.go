@@ -1,4 +1,4 @@
-package retry
+package limit
 
 import (
 	"context"
@@ -12,10 +12,13 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	rt "github.com/brellium/brellium/internal/retrytest"
+	"github.com/brellium/brellium/retry"
 )
 
 func TestFileLimiterSharesOneBudgetBetweenInstances(t *testing.T) {
-	clock := newFakeClock()
+	clock := rt.NewFakeClock()
 	path := filepath.Join(t.TempDir(), "budget.state")
 	a, err := NewFileLimiter(path, 5, 3, clock)
 	if err != nil {
@@ -44,7 +47,7 @@ func TestFileLimiterSharesOneBudgetBetweenInstances(t *testing.T) {
 }
 
 func TestFileLimiterObserveAndDrainAreShared(t *testing.T) {
-	clock := newFakeClock()
+	clock := rt.NewFakeClock()
 	path := filepath.Join(t.TempDir(), "budget.state")
 	a, _ := NewFileLimiter(path, 5, 100, clock)
 	b, _ := NewFileLimiter(path, 5, 100, clock)
@@ -59,7 +62,7 @@ func TestFileLimiterObserveAndDrainAreShared(t *testing.T) {
 }
 
 func TestFileLimiterDamagedStateStartsEmpty(t *testing.T) {
-	clock := newFakeClock()
+	clock := rt.NewFakeClock()
 	path := filepath.Join(t.TempDir(), "budget.state")
 	if err := os.WriteFile(path, []byte("garbage\x00\xff"), 0o600); err != nil {
 		t.Fatal(err)
@@ -86,7 +89,7 @@ func TestFileLimiterPassesOverAHeldLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Unlock()
-	l, _ := NewFileLimiter(path, 5, 100, newFakeClock())
+	l, _ := NewFileLimiter(path, 5, 100, rt.NewFakeClock())
 	l.LockWait = 30 * time.Millisecond
 	var warned error
 	l.OnWarn = func(err error) { warned = err }
@@ -99,12 +102,12 @@ func TestFileLimiterPassesOverAHeldLock(t *testing.T) {
 }
 
 func TestFileLimiterRefusesATokenPastTheDeadline(t *testing.T) {
-	clock := newFakeClock()
+	clock := rt.NewFakeClock()
 	l, _ := NewFileLimiter(filepath.Join(t.TempDir(), "s"), 0.1, 1, clock)
 	_ = l.Wait(context.Background())
 	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(time.Second))
 	defer cancel()
-	var bw *BudgetWaitError
+	var bw *retry.BudgetWaitError
 	if err := l.Wait(ctx); !errors.As(err, &bw) {
 		t.Fatalf("err = %v, want a BudgetWaitError", err)
 	}
@@ -116,12 +119,12 @@ func TestFileLimiterRefusesATokenPastTheDeadline(t *testing.T) {
 // After an idle spell the shared bucket holds its burst, no more: the burst goes at once and
 // the next token waits a refill.
 func TestFileLimiterRefillStopsAtTheBurst(t *testing.T) {
-	clock := newFakeClock()
+	clock := rt.NewFakeClock()
 	path := filepath.Join(t.TempDir(), "budget.state")
 	l, _ := NewFileLimiter(path, 5, 3, clock)
 	defer l.Close()
 	_ = l.Wait(context.Background())
-	clock.now = clock.now.Add(time.Hour)
+	clock.Advance(time.Hour)
 	for i := 0; i < 3; i++ {
 		if err := l.Wait(context.Background()); err != nil {
 			t.Fatal(err)
@@ -138,13 +141,13 @@ func TestFileLimiterRefillStopsAtTheBurst(t *testing.T) {
 
 // Time refills the shared bucket at the rate.
 func TestFileLimiterRefillsWithTime(t *testing.T) {
-	clock := newFakeClock()
+	clock := rt.NewFakeClock()
 	l, _ := NewFileLimiter(filepath.Join(t.TempDir(), "s"), 5, 10, clock)
 	defer l.Close()
 	for i := 0; i < 10; i++ {
 		_ = l.Wait(context.Background())
 	}
-	clock.now = clock.now.Add(time.Second)
+	clock.Advance(time.Second)
 	if got := l.Tokens(); math.Abs(got-5) > 1e-6 {
 		t.Fatalf("tokens a second after spending the burst = %v, want 5", got)
 	}
@@ -152,7 +155,7 @@ func TestFileLimiterRefillsWithTime(t *testing.T) {
 
 // A state at exactly the burst is whole, not damaged; the record keeps its fixed size.
 func TestFileLimiterStateRecord(t *testing.T) {
-	clock := newFakeClock()
+	clock := rt.NewFakeClock()
 	path := filepath.Join(t.TempDir(), "s")
 	rec := fmt.Sprintf("v1 100 %d", clock.Now().UnixNano())
 	if err := os.WriteFile(path, []byte(rec), 0o600); err != nil {

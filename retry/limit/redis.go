@@ -1,4 +1,4 @@
-package retry
+package limit
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/brellium/brellium/retry"
 )
 
 // RedisLimiter shares one budget between machines: GCRA in Redis (github.com/go-redis/redis_rate),
@@ -20,8 +22,8 @@ type RedisLimiter struct {
 	lim      *redis_rate.Limiter
 	key      string
 	limit    redis_rate.Limit
-	clock    Clock
-	Fallback Limiter
+	clock    retry.Clock
+	Fallback retry.Limiter
 	OnWarn   func(error)
 
 	mu     sync.Mutex
@@ -45,7 +47,7 @@ type quietLogger struct{}
 func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // NewRedisLimiter connects to rawURL (redis://HOST:PORT/DB) and checks that Redis answers.
-func NewRedisLimiter(ctx context.Context, rawURL, key string, perSecond float64, burst int, clock Clock) (*RedisLimiter, error) {
+func NewRedisLimiter(ctx context.Context, rawURL, key string, perSecond float64, burst int, clock retry.Clock) (*RedisLimiter, error) {
 	opt, err := redis.ParseURL(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("--limiter %s: %v", rawURL, err)
@@ -61,7 +63,7 @@ func NewRedisLimiter(ctx context.Context, rawURL, key string, perSecond float64,
 		return nil, fmt.Errorf("--limiter %s: Redis does not answer: %v", rawURL, err)
 	}
 	if clock == nil {
-		clock = SystemClock{}
+		clock = retry.SystemClock{}
 	}
 	return &RedisLimiter{rdb: rdb, lim: redis_rate.NewLimiter(rdb), key: "brellium:" + key,
 		limit: RedisLimit(perSecond, burst), clock: clock, Fallback: NewBucket(perSecond, burst, clock)}, nil
@@ -114,7 +116,7 @@ func (l *RedisLimiter) Wait(ctx context.Context) error {
 		}
 		wait := res.RetryAfter
 		if deadline, ok := ctx.Deadline(); ok && l.clock.Now().Add(wait).After(deadline) {
-			return &BudgetWaitError{Wait: wait, Left: max(deadline.Sub(l.clock.Now()), 0)}
+			return &retry.BudgetWaitError{Wait: wait, Left: max(deadline.Sub(l.clock.Now()), 0)}
 		}
 		if err := l.clock.Sleep(ctx, wait); err != nil {
 			return err

@@ -1,4 +1,4 @@
-package retry
+package transport
 
 import (
 	"context"
@@ -12,13 +12,15 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/brellium/brellium/retry"
 )
 
 // FastClient is a lean HTTP/1.1 client (fasthttp) for the calls of a batch that may be repeated
 // freely. net/http spends two goroutines, a select and a header map per request; at tens of
-// thousands of requests a second that is most of a batch's CPU. The engine sends through it only
-// the calls where it changes nothing the user can see (see Engine.Fast); everything else keeps
-// the counting net/http transport.
+// thousands of requests a second that is most of a batch's CPU. Route sends through it only the
+// calls where it changes nothing the user can see; everything else keeps the counting net/http
+// transport.
 //
 // A FastClient belongs to one context: when that context is done, every connection is closed,
 // so the requests in flight end at once, and no new request is sent. A call's own context
@@ -151,30 +153,30 @@ func (c *trackedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// sendFast makes one attempt through the fast client. sent is false only when no connection was
-// made; a connection that fails after that counts as sent, which is why the engine sends here
-// only calls that it repeats either way.
-func (c *call) sendFast(ctx context.Context, f *FastClient, header http.Header, timeout time.Duration) (resp *Response, sent bool, err error) {
+// Send makes one attempt. sent is false only when no connection was made; a connection that
+// fails after that counts as sent, which is why Route sends here only calls that the engine
+// repeats either way.
+func (f *FastClient) Send(ctx context.Context, o *retry.Outgoing) (resp *retry.Response, sent bool, err error) {
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
 	fr := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseResponse(fr)
 
-	req.Header.SetMethod(c.spec.Method)
-	req.SetRequestURI(c.spec.URL.String())
-	for k, vs := range header {
+	req.Header.SetMethod(o.Spec.Method)
+	req.SetRequestURI(o.Spec.URL.String())
+	for k, vs := range o.Header {
 		for _, v := range vs {
 			req.Header.Add(k, v)
 		}
 	}
-	if c.spec.Body != nil {
-		req.SetBodyRaw(c.spec.Body)
+	if o.Spec.Body != nil {
+		req.SetBodyRaw(o.Spec.Body)
 	}
 	fr.Header.SetNoDefaultContentType(true)
 
 	var deadline time.Time
-	if timeout > 0 {
-		deadline = time.Now().Add(timeout)
+	if o.Timeout > 0 {
+		deadline = time.Now().Add(o.Timeout)
 	}
 	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
 		deadline = d
@@ -192,7 +194,7 @@ func (c *call) sendFast(ctx context.Context, f *FastClient, header http.Header, 
 	if err != nil {
 		var de *dialError
 		sent := !errors.As(err, &de) && !errors.Is(err, fasthttp.ErrNoFreeConns)
-		return nil, sent, f.describe(ctx, err, timeout)
+		return nil, sent, f.describe(ctx, err, o.Timeout)
 	}
 	defer fr.CloseBodyStream()
 
@@ -213,7 +215,7 @@ func (c *call) sendFast(ctx context.Context, f *FastClient, header http.Header, 
 	if a.body == nil {
 		a.body = http.NoBody
 	}
-	r, err := c.readReply(a, func(err error) error { return f.describe(ctx, err, timeout) })
+	r, err := a.read(o, func(err error) error { return f.describe(ctx, err, o.Timeout) })
 	return r, true, err
 }
 
@@ -230,7 +232,7 @@ func (f *FastClient) describe(ctx context.Context, err error, timeout time.Durat
 	}
 	var te interface{ Timeout() bool }
 	if errors.As(err, &te) && te.Timeout() {
-		return &TimeoutError{After: timeout, Err: err}
+		return &retry.TimeoutError{After: timeout, Err: err}
 	}
 	var de *dialError
 	if errors.As(err, &de) {

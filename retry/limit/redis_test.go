@@ -1,4 +1,4 @@
-package retry
+package limit
 
 import (
 	"context"
@@ -9,12 +9,15 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 
 	"github.com/brellium/brellium/internal/testredis"
+
+	rt "github.com/brellium/brellium/internal/retrytest"
+	"github.com/brellium/brellium/retry"
 )
 
 func TestRedisLimiterSharesOneBudget(t *testing.T) {
 	url := testredis.URL(t)
 	key := "test:" + t.Name()
-	clock := newFakeClock()
+	clock := rt.NewFakeClock()
 	a, err := NewRedisLimiter(context.Background(), url, key, 5, 3, clock)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +46,7 @@ func TestRedisLimiterRefusesAnUnreachableServer(t *testing.T) {
 
 func TestRedisLimiterFallsBackWhenRedisGoesAway(t *testing.T) {
 	url, stop := testredis.Start(t)
-	l, err := NewRedisLimiter(context.Background(), url, "k", 5, 100, newFakeClock())
+	l, err := NewRedisLimiter(context.Background(), url, "k", 5, 100, rt.NewFakeClock())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +78,7 @@ func (c *sleepingClock) Sleep(ctx context.Context, d time.Duration) error {
 	c.mu.Lock()
 	c.sleeps = append(c.sleeps, d)
 	c.mu.Unlock()
-	return SystemClock{}.Sleep(ctx, d)
+	return retry.SystemClock{}.Sleep(ctx, d)
 }
 func (c *sleepingClock) total() (n int, d time.Duration) {
 	c.mu.Lock()
@@ -86,7 +89,7 @@ func (c *sleepingClock) total() (n int, d time.Duration) {
 	return len(c.sleeps), d
 }
 
-func newRedisPair(t *testing.T, url string, perSecond float64, burst int, clock Clock) (*RedisLimiter, *RedisLimiter) {
+func newRedisPair(t *testing.T, url string, perSecond float64, burst int, clock retry.Clock) (*RedisLimiter, *RedisLimiter) {
 	t.Helper()
 	key := "test:" + t.Name()
 	a, err := NewRedisLimiter(context.Background(), url, key, perSecond, burst, clock)
@@ -184,7 +187,7 @@ func TestRedisLimit(t *testing.T) {
 func TestRedisLimiterComesBackToRedis(t *testing.T) {
 	url := testredis.URL(t)
 	proxied, cut := testredis.Proxy(t, url)
-	clock := newFakeClock()
+	clock := rt.NewFakeClock()
 	key := "test:" + t.Name()
 	// A slow refill, so that real time does not refill Redis during the test.
 	l, err := NewRedisLimiter(context.Background(), proxied, key, 0.01, 10, clock)
@@ -220,12 +223,12 @@ func TestRedisLimiterComesBackToRedis(t *testing.T) {
 	wait()
 	wait()
 	cut(false)
-	clock.now = clock.now.Add(time.Second)
+	clock.Advance(time.Second)
 	wait() // a second after the failure: still the fallback
 	if got := left(); got != 9 || warned != 1 {
 		t.Fatalf("Redis holds %d (want 9: the fallback paced) after %d warnings (want 1)", got, warned)
 	}
-	clock.now = clock.now.Add(time.Millisecond)
+	clock.Advance(time.Millisecond)
 	wait()
 	if got := left(); got != 8 {
 		t.Fatalf("Redis holds %d, want 8: the limiter did not come back to Redis", got)

@@ -1,4 +1,4 @@
-package retry
+package transport
 
 import (
 	"bufio"
@@ -16,18 +16,21 @@ import (
 	"time"
 
 	"github.com/brellium/brellium/request"
+
+	rt "github.com/brellium/brellium/internal/retrytest"
+	"github.com/brellium/brellium/retry"
 )
 
 // wire plays a case's steps from a real HTTP server: each request gets the next step's answer;
 // a dropped step closes the connection once the request is in.
 type wire struct {
 	mu    sync.Mutex
-	steps []step
+	steps []rt.Step
 	reqs  []*http.Request
 	srv   *httptest.Server
 }
 
-func newWire(t *testing.T, steps ...step) *wire {
+func newWire(t *testing.T, steps ...rt.Step) *wire {
 	w := &wire{steps: steps}
 	w.srv = httptest.NewServer(http.HandlerFunc(w.serve))
 	t.Cleanup(w.srv.Close)
@@ -43,17 +46,16 @@ func (w *wire) serve(rw http.ResponseWriter, req *http.Request) {
 		w.steps = w.steps[1:]
 	}
 	w.mu.Unlock()
-	resp, err := s(req.Clone(context.Background()))
-	if err != nil {
+	if s.Drop {
 		conn, _, _ := rw.(http.Hijacker).Hijack()
 		_ = conn.Close()
 		return
 	}
-	for k, v := range resp.Header {
+	for k, v := range s.Header() {
 		rw.Header()[k] = v
 	}
-	rw.WriteHeader(resp.StatusCode)
-	_, _ = io.Copy(rw, resp.Body)
+	rw.WriteHeader(s.Status)
+	_, _ = io.WriteString(rw, s.Body)
 }
 
 func (w *wire) sent() int {
@@ -62,59 +64,37 @@ func (w *wire) sent() int {
 	return len(w.reqs)
 }
 
-func (w *wire) spec(t *testing.T, tc engineCase) *request.Spec {
+func (w *wire) spec(t *testing.T, tc rt.Case) *request.Spec {
 	t.Helper()
 	base, _ := url.Parse(w.srv.URL)
-	var b []byte
-	if tc.body != "" {
-		b = []byte(tc.body)
-	}
-	s, err := request.New(base, request.Options{Method: tc.method, Target: tc.path, Body: b, Idempotent: tc.idempotent, IdempotencyKey: tc.key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return rt.Spec(t, base, tc.Method, tc.Path, tc.Body, tc.Idempotent, tc.Key)
 }
 
 // TestRepeatTableOverTheWire runs the repeat table against a real server, through the counting
 // net/http transport and through the FastClient (which carries the calls it can and hands the
 // rest to net/http): the same requests reach the server, with the same waits and outcomes.
 func TestRepeatTableOverTheWire(t *testing.T) {
-	for _, tc := range repeatCases() {
-		if hasRefused(tc) {
+	for _, tc := range rt.Cases() {
+		if tc.HasRefused() {
 			continue // a refused connection is not something a server can answer
 		}
 		for _, client := range []string{"net", "fast"} {
-			t.Run(client+"/"+tc.name, func(t *testing.T) {
-				if _, ok := tc.auth.(*renewer); ok {
-					tc.auth = &renewer{} // each run counts its own renewals
-				}
-				w := newWire(t, tc.steps...)
-				clock := newFakeClock()
-				e := &Engine{Transport: NewTransport(), Clock: clock, Rand: fixedRand, Auth: tc.auth}
+			t.Run(client+"/"+tc.Name, func(t *testing.T) {
+				tc := tc.Fresh()
+				w := newWire(t, tc.Steps...)
+				clock := rt.NewFakeClock()
+				route := Route{Net: Net{Transport: NewTransport()}}
 				if client == "fast" {
 					base, _ := url.Parse(w.srv.URL)
-					e.Fast = NewFastClient(t.Context(), base, 4)
-					defer e.Fast.CloseIdleConnections()
+					route.Fast = NewFastClient(t.Context(), base, 4)
 				}
-				p := DefaultPolicy()
-				if tc.policy != nil {
-					tc.policy(&p)
-				}
-				res, err := e.Do(context.Background(), w.spec(t, tc), p)
-				checkEngineCase(t, tc, clock, w.sent(), res, err)
+				defer route.CloseIdleConnections()
+				e := &retry.Engine{Sender: route, Clock: clock, Rand: rt.FixedRand, Auth: tc.Auth}
+				res, err := e.Do(context.Background(), w.spec(t, tc), tc.PolicyOf())
+				tc.Check(t, clock, w.sent(), res, err)
 			})
 		}
 	}
-}
-
-func hasRefused(tc engineCase) bool {
-	for _, s := range tc.steps {
-		if _, err := s(httptest.NewRequest("GET", "/", nil)); err != nil && strings.Contains(err.Error(), "refused") {
-			return true
-		}
-	}
-	return false
 }
 
 // Both clients send the same request and read the same answer.
@@ -146,14 +126,15 @@ func TestFastClientMatchesNetHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res [2]*Result
+	var res [2]*retry.Result
 	for i, fast := range []bool{false, true} {
-		e := &Engine{Transport: NewTransport(), Auth: StaticToken("tok"), UserAgent: "brellium/test"}
+		route := Route{Net: Net{Transport: NewTransport()}}
 		if fast {
-			e.Fast = NewFastClient(t.Context(), base, 2)
-			defer e.Fast.CloseIdleConnections()
+			route.Fast = NewFastClient(t.Context(), base, 2)
 		}
-		if res[i], err = e.Do(context.Background(), spec, Policy{}); err != nil {
+		defer route.CloseIdleConnections()
+		e := &retry.Engine{Sender: route, Auth: rt.StaticToken("tok"), UserAgent: "brellium/test"}
+		if res[i], err = e.Do(context.Background(), spec, retry.Policy{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -202,9 +183,10 @@ func TestFastClientCarriesOnlyCallsThatRepeatFreely(t *testing.T) {
 	}))
 	defer srv.Close()
 	base, _ := url.Parse(srv.URL)
-	e := &Engine{Transport: NewTransport(), Fast: NewFastClient(t.Context(), base, 2)}
-	defer e.Fast.CloseIdleConnections()
-	do := func(method, target string, p Policy) {
+	route := Route{Net: Net{Transport: NewTransport()}, Fast: NewFastClient(t.Context(), base, 2)}
+	defer route.CloseIdleConnections()
+	e := &retry.Engine{Sender: route}
+	do := func(method, target string, p retry.Policy) {
 		var body []byte
 		if method == "POST" {
 			body = []byte(`{"email":"a@example.com"}`)
@@ -217,11 +199,11 @@ func TestFastClientCarriesOnlyCallsThatRepeatFreely(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	do("GET", "/v2/audits/a", Policy{})
-	do("POST", "/v2/users", Policy{})
-	do("GET", "/v2/audits/b", Policy{FollowRedirects: true})
+	do("GET", "/v2/audits/a", retry.Policy{})
+	do("POST", "/v2/users", retry.Policy{})
+	do("GET", "/v2/audits/b", retry.Policy{FollowRedirects: true})
 	spec, _ := request.New(base, request.Options{Target: "/v2/audits/c", Headers: []string{"Content-Length: 5"}})
-	if _, err := e.Do(context.Background(), spec, Policy{}); err != nil {
+	if _, err := e.Do(context.Background(), spec, retry.Policy{}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]bool{"GET /v2/audits/a": false, "POST /v2/users": true, "GET /v2/audits/b": true, "GET /v2/audits/c": true}
@@ -241,12 +223,12 @@ func TestFastClientErrors(t *testing.T) {
 	addr := l.Addr().String()
 	_ = l.Close()
 	base, _ := url.Parse("http://" + addr)
-	e := &Engine{Fast: NewFastClient(t.Context(), base, 2), Clock: newFakeClock(), Rand: fixedRand}
+	e := &retry.Engine{Sender: NewFastClient(t.Context(), base, 2), Clock: rt.NewFakeClock(), Rand: rt.FixedRand}
 	spec, _ := request.New(base, request.Options{Target: "/v2/audits/a"})
-	var events []Event
-	e.Sink = SinkFunc(func(ev Event) { events = append(events, ev) })
-	_, err = e.Do(context.Background(), spec, Policy{Retries: 1})
-	if OutcomeOf(err) != Exhausted || len(events) != 2 || events[0].Sent || !strings.Contains(events[0].Why, "nothing was sent") {
+	var events []retry.Event
+	e.Sink = retry.SinkFunc(func(ev retry.Event) { events = append(events, ev) })
+	_, err = e.Do(context.Background(), spec, retry.Policy{Retries: 1})
+	if retry.OutcomeOf(err) != retry.Exhausted || len(events) != 2 || events[0].Sent || !strings.Contains(events[0].Why, "nothing was sent") {
 		t.Fatalf("refused: err %v, events %+v", err, events)
 	}
 
@@ -260,11 +242,12 @@ func TestFastClientErrors(t *testing.T) {
 	defer srv.Close()
 	defer close(hold)
 	base, _ = url.Parse(srv.URL)
-	e = &Engine{Fast: NewFastClient(t.Context(), base, 2), Clock: newFakeClock(), Rand: fixedRand}
-	defer e.Fast.CloseIdleConnections()
+	fc := NewFastClient(t.Context(), base, 2)
+	defer fc.CloseIdleConnections()
+	e = &retry.Engine{Sender: fc, Clock: rt.NewFakeClock(), Rand: rt.FixedRand}
 	spec, _ = request.New(base, request.Options{Target: "/v2/audits/a"})
-	_, err = e.Do(context.Background(), spec, Policy{Timeout: 50 * time.Millisecond})
-	var te *TimeoutError
+	_, err = e.Do(context.Background(), spec, retry.Policy{Timeout: 50 * time.Millisecond})
+	var te *retry.TimeoutError
 	if !errors.As(err, &te) || te.After != 50*time.Millisecond {
 		t.Fatalf("timeout: %v", err)
 	}
@@ -285,11 +268,11 @@ func TestFastClientStopsWithItsContext(t *testing.T) {
 	defer srv.Close()
 	base, _ := url.Parse(srv.URL)
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &Engine{Fast: NewFastClient(ctx, base, 2), Clock: newFakeClock(), Rand: fixedRand}
+	e := &retry.Engine{Sender: NewFastClient(ctx, base, 2), Clock: rt.NewFakeClock(), Rand: rt.FixedRand}
 	spec, _ := request.New(base, request.Options{Target: "/v2/audits/a"})
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.Do(ctx, spec, Policy{Retries: 3, Timeout: time.Minute})
+		_, err := e.Do(ctx, spec, retry.Policy{Retries: 3, Timeout: time.Minute})
 		done <- err
 	}()
 	<-arrived
@@ -297,7 +280,7 @@ func TestFastClientStopsWithItsContext(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
-	if _, err := e.Do(context.Background(), spec, Policy{}); !errors.Is(err, context.Canceled) {
+	if _, err := e.Do(context.Background(), spec, retry.Policy{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("after the stop: err = %v, want context.Canceled", err)
 	}
 	mu.Lock()
@@ -336,11 +319,12 @@ func TestFastClientBodies(t *testing.T) {
 	}))
 	defer srv.Close()
 	base, _ := url.Parse(srv.URL)
-	e := &Engine{Fast: NewFastClient(t.Context(), base, 2)}
-	defer e.Fast.CloseIdleConnections()
-	get := func(method, target string) *Response {
+	fc := NewFastClient(t.Context(), base, 2)
+	defer fc.CloseIdleConnections()
+	e := &retry.Engine{Sender: fc}
+	get := func(method, target string) *retry.Response {
 		spec, _ := request.New(base, request.Options{Method: method, Target: target})
-		res, err := e.Do(context.Background(), spec, Policy{})
+		res, err := e.Do(context.Background(), spec, retry.Policy{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -377,13 +361,13 @@ func TestStatusTextOnBothClients(t *testing.T) {
 		if line == "HTTP/1.1 200" {
 			want = "200 OK"
 		}
-		for _, e := range []*Engine{
-			{Transport: NewTransport(), Clock: newFakeClock()},
-			{Fast: NewFastClient(t.Context(), base, 1), Clock: newFakeClock()},
+		for _, e := range []*retry.Engine{
+			{Sender: Net{Transport: NewTransport()}, Clock: rt.NewFakeClock()},
+			{Sender: NewFastClient(t.Context(), base, 1), Clock: rt.NewFakeClock()},
 		} {
-			res, err := e.Do(context.Background(), spec, Policy{})
+			res, err := e.Do(context.Background(), spec, retry.Policy{})
 			if err != nil || res.Response.StatusText != want || string(res.Response.Body) != "{}" {
-				t.Errorf("%q (fast %v): %v %+v, want status text %q", line, e.Fast != nil, err, res, want)
+				t.Errorf("%q (%T): %v %+v, want status text %q", line, e.Sender, err, res, want)
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package retry
+package limit
 
 import (
 	"context"
@@ -12,7 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gofrs/flock"
+	"github.com/brellium/brellium/internal/safefile"
+	"github.com/brellium/brellium/retry"
 )
 
 // FileLimiter is a token bucket whose state lives in a small file, updated under an exclusive
@@ -27,8 +28,8 @@ type FileLimiter struct {
 	path     string
 	rate     float64
 	burst    float64
-	clock    Clock
-	lock     *flock.Flock
+	clock    retry.Clock
+	lock     *safefile.Lock
 	file     *os.File
 	fallback *Bucket
 	// LockWait caps the wait for the lock.
@@ -44,9 +45,9 @@ const stateSize = 64
 
 // NewFileLimiter opens (or creates, mode 0600) the state file at path for a bucket of burst
 // tokens refilling at perSecond. A nil clock is the system clock.
-func NewFileLimiter(path string, perSecond float64, burst int, clock Clock) (*FileLimiter, error) {
+func NewFileLimiter(path string, perSecond float64, burst int, clock retry.Clock) (*FileLimiter, error) {
 	if clock == nil {
-		clock = SystemClock{}
+		clock = retry.SystemClock{}
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("limiter state folder: %w", err)
@@ -56,7 +57,7 @@ func NewFileLimiter(path string, perSecond float64, burst int, clock Clock) (*Fi
 		return nil, fmt.Errorf("limiter state: %w", err)
 	}
 	return &FileLimiter{path: path, rate: perSecond, burst: float64(burst), clock: clock,
-		lock: flock.New(path + ".lock"), file: f, fallback: NewBucket(perSecond, burst, clock),
+		lock: safefile.NewLock(path + ".lock"), file: f, fallback: NewBucket(perSecond, burst, clock),
 		LockWait: 2 * time.Second}, nil
 }
 
@@ -78,14 +79,13 @@ func (l *FileLimiter) update(ctx context.Context, fn func(s state, now time.Time
 	defer l.mu.Unlock()
 	lctx, cancel := context.WithTimeout(ctx, l.LockWait)
 	defer cancel()
-	ok, err := l.lock.TryLockContext(lctx, time.Millisecond)
-	if !ok || err != nil {
+	if err := l.lock.Acquire(lctx, time.Millisecond); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return fmt.Errorf("the limiter lock %s.lock was not free within %s", l.path, l.LockWait)
 	}
-	defer l.lock.Unlock()
+	defer l.lock.Release()
 	now := l.clock.Now()
 	s := l.read(now)
 	// Refill up to the burst.
@@ -135,7 +135,7 @@ func (l *FileLimiter) Wait(ctx context.Context) error {
 			wait = time.Duration(-after / l.rate * float64(time.Second))
 		}
 		if deadline, ok := ctx.Deadline(); ok && wait > 0 && now.Add(wait).After(deadline) {
-			budgetErr = &BudgetWaitError{Wait: wait, Left: max(deadline.Sub(now), 0)}
+			budgetErr = &retry.BudgetWaitError{Wait: wait, Left: max(deadline.Sub(now), 0)}
 			return s
 		}
 		s.tokens = after

@@ -1,6 +1,6 @@
 //go:build unix
 
-package request
+package safefile
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package request
+package auth
 
 import (
 	"context"
@@ -9,11 +9,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"time"
 
-	"github.com/gofrs/flock"
+	"github.com/brellium/brellium/internal/safefile"
 )
 
 // TokenMargin is how long before its expiry a cached token stops being used.
@@ -25,7 +24,7 @@ type Minted struct {
 	ExpiresIn   time.Duration
 }
 
-// Minter mints a token from client credentials (through the retry engine).
+// Minter mints a token from client credentials.
 type Minter func(ctx context.Context) (Minted, error)
 
 // cachedToken is the token cache file.
@@ -36,10 +35,10 @@ type cachedToken struct {
 	ClientID    string    `json:"client_id"`
 }
 
-// ClientCredentials is an Authorizer (see retry.Authorizer) that mints tokens from a client id and
-// secret, caches them in a folder shared by every process (folder 0700, file 0600, written
-// atomically), reuses them until TokenMargin before they expire, and lets one process mint while
-// the others wait on a file lock and then read its result.
+// ClientCredentials is a retry.Authorizer that mints tokens from a client id and secret, caches
+// them in a folder shared by every process (folder 0700, file 0600, written atomically), reuses
+// them until TokenMargin before they expire, and lets one process mint while the others wait on a
+// file lock and then read its result.
 type ClientCredentials struct {
 	// Origin and ClientID key the cache.
 	Origin   string
@@ -118,18 +117,17 @@ func (c *ClientCredentials) get(ctx context.Context, refused string) (*cachedTok
 		c.current = t
 		return t, nil
 	}
-	if err := ensureDir(filepath.Dir(path)); err != nil {
+	if err := safefile.EnsureDir(filepath.Dir(path)); err != nil {
 		return nil, err
 	}
-	lock := flock.New(path + ".lock")
-	locked, err := lock.TryLockContext(ctx, 20*time.Millisecond)
-	if err != nil || !locked {
+	lock := safefile.NewLock(path + ".lock")
+	if err := lock.Acquire(ctx, 20*time.Millisecond); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		return nil, fmt.Errorf("locking the token cache %s: %v", path+".lock", err)
 	}
-	defer lock.Unlock()
+	defer lock.Close()
 	// Another process may have minted while this one waited.
 	if t := c.read(path); usable(t) {
 		c.current = t
@@ -140,8 +138,9 @@ func (c *ClientCredentials) get(ctx context.Context, refused string) (*cachedTok
 		return nil, err
 	}
 	t := &cachedToken{AccessToken: m.AccessToken, ExpiresAt: c.now().Add(m.ExpiresIn), BaseURL: c.Origin, ClientID: c.ClientID}
-	if err := writeAtomic(path, t); err != nil {
-		return nil, err
+	b, _ := json.Marshal(t)
+	if err := safefile.WriteAtomic(path, b); err != nil {
+		return nil, fmt.Errorf("writing the token cache: %w", err)
 	}
 	c.current = t
 	return t, nil
@@ -150,7 +149,7 @@ func (c *ClientCredentials) get(ctx context.Context, refused string) (*cachedTok
 // read returns the cached token, or nil when the file is missing, damaged, not this user's, open
 // to others, or for another origin or client: such a file is never trusted.
 func (c *ClientCredentials) read(path string) *cachedToken {
-	if !privateFile(path) {
+	if !safefile.Private(path) {
 		return nil
 	}
 	b, err := os.ReadFile(path)
@@ -162,66 +161,6 @@ func (c *ClientCredentials) read(path string) *cachedToken {
 		return nil
 	}
 	return &t
-}
-
-// privateFile reports whether path is a regular file of this user that no one else can read.
-// (On Windows, where modes and owners do not map, only the regular-file check applies.)
-func privateFile(path string) bool {
-	fi, err := os.Lstat(path)
-	if err != nil || !fi.Mode().IsRegular() || (runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0) {
-		return false
-	}
-	return ownedByMe(fi)
-}
-
-// ensureDir makes a private folder (0700) inside the cache folder, the cache folder too when it
-// is missing, and tightens the private folder when it is looser. An existing cache folder is left
-// as it is: it may be one the user shares on purpose.
-func ensureDir(dir string) error {
-	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-		return fmt.Errorf("making the cache folder %s: %w", filepath.Dir(dir), err)
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("making the cache folder %s: %w", dir, err)
-	}
-	if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm() != 0o700 {
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("making %s private: %w", dir, err)
-		}
-	}
-	return nil
-}
-
-// writeAtomic writes v as JSON to path through a temporary file (0600) and a rename.
-func writeAtomic(path string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("writing the token cache: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing the token cache: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing the token cache: %w", err)
-	}
-	return nil
 }
 
 // TokenStatus describes the cached token without showing it.

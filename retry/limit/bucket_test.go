@@ -1,4 +1,4 @@
-package retry
+package limit
 
 import (
 	"context"
@@ -6,10 +6,13 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	rt "github.com/brellium/brellium/internal/retrytest"
+	"github.com/brellium/brellium/retry"
 )
 
 func TestBucketPacesAfterTheBurst(t *testing.T) {
-	clock := newFakeClock()
+	clock := rt.NewFakeClock()
 	b := NewBucket(5, 3, clock)
 	for i := 0; i < 3; i++ {
 		if err := b.Wait(context.Background()); err != nil {
@@ -28,7 +31,7 @@ func TestBucketPacesAfterTheBurst(t *testing.T) {
 }
 
 func TestBucketObserveLowersToTheServersRemaining(t *testing.T) {
-	clock := newFakeClock()
+	clock := rt.NewFakeClock()
 	b := NewBucket(5, 100, clock)
 	b.Observe(10)
 	if got := b.Tokens(); got > 10 || got < 9 {
@@ -41,7 +44,7 @@ func TestBucketObserveLowersToTheServersRemaining(t *testing.T) {
 }
 
 func TestBucketDrainEmptiesIt(t *testing.T) {
-	clock := newFakeClock()
+	clock := rt.NewFakeClock()
 	b := NewBucket(5, 100, clock)
 	b.Drain()
 	if got := b.Tokens(); got > 0 || got <= -1 {
@@ -56,13 +59,13 @@ func TestBucketDrainEmptiesIt(t *testing.T) {
 }
 
 func TestBucketRefusesATokenPastTheDeadline(t *testing.T) {
-	clock := newFakeClock()
+	clock := rt.NewFakeClock()
 	b := NewBucket(0.1, 1, clock) // one token every 10 s
 	_ = b.Wait(context.Background())
 	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(time.Second))
 	defer cancel()
 	err := b.Wait(ctx)
-	var bw *BudgetWaitError
+	var bw *retry.BudgetWaitError
 	if !errors.As(err, &bw) || bw.Wait != 10*time.Second {
 		t.Fatalf("err = %v, want a BudgetWaitError of 10s", err)
 	}
@@ -70,27 +73,25 @@ func TestBucketRefusesATokenPastTheDeadline(t *testing.T) {
 		t.Fatal("waited for a token past the deadline")
 	}
 	// The refused reservation was given back: the token is there 10 s after the first.
-	clock.now = clock.now.Add(10 * time.Second)
+	clock.Advance(10 * time.Second)
 	if got := b.Tokens(); math.Abs(got-1) > 1e-9 {
 		t.Fatalf("tokens = %v, want 1: the cancelled reservation leaked", got)
 	}
 }
 
 func TestEngineDrainsTheLimiterOn429AndObservesRemaining(t *testing.T) {
-	clock := newFakeClock()
+	clock := rt.NewFakeClock()
 	b := NewBucket(5, 100, clock)
-	tr := &fakeTransport{steps: []step{
-		answer(200, `{}`, "RateLimit-Remaining", "40"),
-	}}
-	e := &Engine{Transport: tr, Clock: clock, Rand: fixedRand, Limiter: b}
-	if _, err := e.Do(context.Background(), mustSpec(t, "GET", "/v2/audits/a", "", false, ""), DefaultPolicy()); err != nil {
+	tr := &rt.FakeSender{Steps: []rt.Step{rt.Answer(200, `{}`, "RateLimit-Remaining", "40")}}
+	e := &retry.Engine{Sender: tr, Clock: clock, Rand: rt.FixedRand, Limiter: b}
+	if _, err := e.Do(context.Background(), rt.Spec(t, nil, "GET", "/v2/audits/a", "", false, ""), retry.DefaultPolicy()); err != nil {
 		t.Fatal(err)
 	}
 	if got := b.Tokens(); got > 40 {
 		t.Fatalf("tokens = %v after RateLimit-Remaining 40", got)
 	}
-	tr.steps = []step{apiErr(429, "RATE_LIMITED", "Retry-After", "1"), answer(200, `{}`)}
-	if _, err := e.Do(context.Background(), mustSpec(t, "GET", "/v2/audits/a", "", false, ""), DefaultPolicy()); err != nil {
+	tr.Steps = []rt.Step{rt.APIErr(429, "RATE_LIMITED", "Retry-After", "1"), rt.Answer(200, `{}`)}
+	if _, err := e.Do(context.Background(), rt.Spec(t, nil, "GET", "/v2/audits/a", "", false, ""), retry.DefaultPolicy()); err != nil {
 		t.Fatal(err)
 	}
 	// Drained at the 429, then 1.25 s of refill (6.25 tokens), less the token of the repeat.
@@ -101,7 +102,7 @@ func TestEngineDrainsTheLimiterOn429AndObservesRemaining(t *testing.T) {
 
 // A bucket of one token is emptied by a 429 too: the next attempt waits a whole refill.
 func TestBucketOfOneDrains(t *testing.T) {
-	clock := newFakeClock()
+	clock := rt.NewFakeClock()
 	b := NewBucket(2, 1, clock)
 	b.Drain()
 	if err := b.Wait(context.Background()); err != nil {
@@ -114,7 +115,7 @@ func TestBucketOfOneDrains(t *testing.T) {
 
 // A token waited for is spent; a wait cut short gives its token back.
 func TestBucketWaitSpendsOrGivesBack(t *testing.T) {
-	clock := newFakeClock()
+	clock := rt.NewFakeClock()
 	b := NewBucket(5, 1, clock)
 	_ = b.Wait(context.Background())
 	if err := b.Wait(context.Background()); err != nil {
@@ -125,7 +126,7 @@ func TestBucketWaitSpendsOrGivesBack(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	stopped := NewBucket(5, 1, &stoppedClock{fakeClock: clock})
+	stopped := NewBucket(5, 1, &stoppedClock{FakeClock: clock})
 	_ = stopped.Wait(context.Background())
 	if err := stopped.Wait(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
@@ -136,17 +137,17 @@ func TestBucketWaitSpendsOrGivesBack(t *testing.T) {
 }
 
 // stoppedClock's sleeps end with the context's error at once, without time passing.
-type stoppedClock struct{ *fakeClock }
+type stoppedClock struct{ *rt.FakeClock }
 
 func (c *stoppedClock) Sleep(ctx context.Context, d time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return c.fakeClock.Sleep(ctx, d)
+	return c.FakeClock.Sleep(ctx, d)
 }
 
 func TestBreakerHoldsAttemptsThenProbes(t *testing.T) {
-	clock := newFakeClock()
+	clock := rt.NewFakeClock()
 	b := NewBreaker(2, 30*time.Millisecond, clock)
 	for i := 0; i < 2; i++ {
 		done, err := b.Enter(context.Background())

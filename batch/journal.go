@@ -1,4 +1,4 @@
-package request
+package batch
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+
+	"github.com/brellium/brellium/request"
 )
 
 // Prior is what an earlier run recorded about a batch line.
@@ -64,7 +66,7 @@ func OpenJournal(path, input, sha string) (*Journal, error) {
 	case errors.Is(err, os.ErrNotExist):
 		data = nil
 	case err != nil:
-		return nil, Usagef("--journal %s: %v", path, err)
+		return nil, request.Usagef("--journal %s: %v", path, err)
 	}
 	fresh := len(data) == 0
 	keep := len(data)
@@ -75,14 +77,14 @@ func OpenJournal(path, input, sha string) (*Journal, error) {
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, Usagef("--journal %s: %v", path, err)
+		return nil, request.Usagef("--journal %s: %v", path, err)
 	}
 	j.f, j.w = f, bufio.NewWriter(f)
 	if keep < len(data) {
 		// A torn last record from a crash: cut it off, so that it never stands in the middle.
 		if err := f.Truncate(int64(keep)); err != nil {
 			f.Close()
-			return nil, Usagef("--journal %s: cutting off a torn last record: %v", path, err)
+			return nil, request.Usagef("--journal %s: cutting off a torn last record: %v", path, err)
 		}
 	}
 	if !fresh && data[keep-1] != '\n' {
@@ -106,14 +108,14 @@ func (j *Journal) load(path string, data []byte, sha string) (int, error) {
 	keep := len(data)
 	lines := splitLines(data)
 	if len(lines) == 0 {
-		return 0, Usagef("--journal %s is not a brellium journal; give another path", path)
+		return 0, request.Usagef("--journal %s is not a brellium journal; give another path", path)
 	}
 	var head journalRecord
 	if err := json.Unmarshal(lines[0], &head); err != nil || head.V != 1 {
-		return 0, Usagef("--journal %s is not a brellium journal (its first line is not a v1 header); give another path", path)
+		return 0, request.Usagef("--journal %s is not a brellium journal (its first line is not a v1 header); give another path", path)
 	}
 	if head.SHA256 != "" && sha != "" && head.SHA256 != sha {
-		return 0, Usagef("--journal %s belongs to another input (%s, sha256 %.12s…); this input's sha256 is %.12s…: use another journal, or the same input", path, head.Input, head.SHA256, sha)
+		return 0, request.Usagef("--journal %s belongs to another input (%s, sha256 %.12s…); this input's sha256 is %.12s…: use another journal, or the same input", path, head.Input, head.SHA256, sha)
 	}
 	for i, raw := range lines[1:] {
 		var r journalRecord
@@ -123,7 +125,7 @@ func (j *Journal) load(path string, data []byte, sha string) (int, error) {
 				keep = bytes.LastIndex(data, raw)
 				break
 			}
-			return 0, Usagef("--journal %s: record %d is damaged; refusing to guess what was sent", path, i+2)
+			return 0, request.Usagef("--journal %s: record %d is damaged; refusing to guess what was sent", path, i+2)
 		}
 		h, _ := strconv.ParseUint(r.Hash, 16, 64)
 		e := journalEntry{line: r.Line, hash: h}
@@ -176,7 +178,7 @@ func (j *Journal) Prior(n int, hash uint64) (Prior, error) {
 		return NotDone, nil
 	}
 	if e := j.entries[i]; e.hash != hash {
-		return NotDone, Usagef("the journal recorded another text for line %d: it belongs to another input; use another journal, or the same input", n)
+		return NotDone, request.Usagef("the journal recorded another text for line %d: it belongs to another input; use another journal, or the same input", n)
 	}
 	return j.entries[i].prior, nil
 }

@@ -1,0 +1,195 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	rt "github.com/brellium/brellium/internal/retrytest"
+	"github.com/brellium/brellium/retry"
+)
+
+// roundTrip is a fake net/http transport.
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// wrote tells the request's trace that its headers were written, as a transport does.
+func wrote(req *http.Request) {
+	if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.WroteHeaders != nil {
+		tr.WroteHeaders()
+	}
+}
+
+// An attempt that runs out of time says how long it had.
+func TestTimeoutSaysHowLongTheAttemptHad(t *testing.T) {
+	hang := roundTrip(func(req *http.Request) (*http.Response, error) {
+		<-req.Context().Done()
+		return nil, req.Context().Err()
+	})
+	e := &retry.Engine{Sender: Net{Transport: hang}, Clock: rt.NewFakeClock(), Rand: rt.FixedRand}
+	p := retry.DefaultPolicy()
+	p.Timeout, p.MaxTime, p.Retries = 0, 40*time.Millisecond, 0
+	_, err := e.Do(context.Background(), rt.Spec(t, nil, "GET", "/v2/audits/a", "", false, ""), p)
+	var te *retry.TimeoutError
+	if !errors.As(err, &te) || te.After != 40*time.Millisecond || !strings.Contains(err.Error(), "timeout after 40ms") {
+		t.Errorf("--max-time 40ms: %v, want a timeout after 40ms", err)
+	}
+}
+
+func TestRedirectsStopAfterTen(t *testing.T) {
+	var hops atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hops.Add(1)
+		http.Redirect(w, r, fmt.Sprintf("/hop/%d", hops.Load()), http.StatusFound)
+	}))
+	defer srv.Close()
+	base := rt.Spec(t, nil, "GET", "/start", "", false, "")
+	base.URL.Scheme, base.URL.Host = "http", strings.TrimPrefix(srv.URL, "http://")
+	e := &retry.Engine{Sender: Net{Transport: NewTransport()}, Clock: rt.NewFakeClock(), Rand: rt.FixedRand}
+	p := retry.DefaultPolicy()
+	p.FollowRedirects, p.Retries = true, 0
+	_, err := e.Do(context.Background(), base, p)
+	if err == nil || !strings.Contains(err.Error(), "stopped after 10 redirects") || hops.Load() != 10 {
+		t.Fatalf("err = %v after %d requests", err, hops.Load())
+	}
+}
+
+// bigAnswer is a status with n bytes of body, its length unknown to the reader.
+func bigAnswer(status, n int) roundTrip {
+	return func(req *http.Request) (*http.Response, error) {
+		wrote(req)
+		return &http.Response{StatusCode: status, Proto: "HTTP/1.1", Header: http.Header{}, ContentLength: -1,
+			Body: io.NopCloser(io.LimitReader(zeros{}, int64(n))), Request: req}, nil
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = '0'
+	}
+	return len(p), nil
+}
+
+// Bodies are kept whole up to their limit (4 MiB for an error, 8 MiB for a 2xx), cut past it,
+// and a 2xx over its limit is streamed when the policy takes streams.
+func TestBodyLimits(t *testing.T) {
+	cases := []struct {
+		status, size int
+		stream       bool
+		wantKept     int
+		wantCut      bool
+		wantStreamed int
+	}{
+		{200, 5 << 20, false, 5 << 20, false, 0},
+		{200, StreamAfter, false, StreamAfter, false, 0},
+		{200, StreamAfter + 1, false, StreamAfter, true, 0},
+		{299, StreamAfter + 10, true, 0, false, StreamAfter + 10},
+		{300, 5 << 20, false, MaxErrorBody, true, 0},
+		{404, MaxErrorBody, false, MaxErrorBody, false, 0},
+		{404, 5 << 20, true, MaxErrorBody, true, 0},
+	}
+	for _, c := range cases {
+		var out bytes.Buffer
+		p := retry.DefaultPolicy()
+		p.Retries = 0
+		if c.stream {
+			p.Stream = func(*retry.Response) (io.Writer, error) { return &out, nil }
+		}
+		e := &retry.Engine{Sender: Net{Transport: bigAnswer(c.status, c.size)}, Clock: rt.NewFakeClock(), Rand: rt.FixedRand}
+		res, _ := e.Do(context.Background(), rt.Spec(t, nil, "GET", "/v2/audits/a", "", false, ""), p)
+		if res == nil || res.Response == nil {
+			t.Fatalf("%d of %d bytes: no response", c.status, c.size)
+		}
+		r := res.Response
+		if len(r.Body) != c.wantKept || r.Truncated != c.wantCut || int(r.Streamed) != c.wantStreamed || out.Len() != c.wantStreamed {
+			t.Errorf("%d of %d bytes (stream %v): kept %d cut %v streamed %d (%d out); want %d %v %d",
+				c.status, c.size, c.stream, len(r.Body), r.Truncated, r.Streamed, out.Len(), c.wantKept, c.wantCut, c.wantStreamed)
+		}
+	}
+}
+
+// A failure to write a streamed body ends the call: it ran, and it is not repeated.
+func TestStreamWriteFailureEndsTheCall(t *testing.T) {
+	for _, failAt := range []string{"open", "first write", "later write"} {
+		p := retry.DefaultPolicy()
+		writes := 0
+		p.Stream = func(*retry.Response) (io.Writer, error) {
+			if failAt == "open" {
+				return nil, errors.New("disk full")
+			}
+			return writerFunc(func(b []byte) (int, error) {
+				writes++
+				if failAt == "first write" || writes > 1 {
+					return 0, errors.New("disk full")
+				}
+				return len(b), nil
+			}), nil
+		}
+		var sent atomic.Int32
+		big := bigAnswer(200, StreamAfter+(1<<20))
+		tr := roundTrip(func(req *http.Request) (*http.Response, error) { sent.Add(1); return big(req) })
+		e := &retry.Engine{Sender: Net{Transport: tr}, Clock: rt.NewFakeClock(), Rand: rt.FixedRand}
+		res, err := e.Do(context.Background(), rt.Spec(t, nil, "GET", "/v2/audits/a", "", false, ""), p)
+		var swe *retry.StreamWriteError
+		if !errors.As(err, &swe) || !strings.Contains(err.Error(), "writing the response body: disk full") {
+			t.Errorf("%s: err = %v", failAt, err)
+		}
+		if res == nil || !res.MayHaveRun || sent.Load() != 1 {
+			t.Errorf("%s: %+v after %d requests; want one request that may have run", failAt, res, sent.Load())
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+// failConn is a connection whose every write fails before a byte leaves.
+type failConn struct{ net.Conn }
+
+func (failConn) Write([]byte) (int, error) { return 0, errors.New("write: connection reset by peer") }
+func (failConn) Read([]byte) (int, error)  { return 0, io.EOF }
+func (failConn) Close() error              { return nil }
+
+// A connection that takes no byte of the request counts as "nothing was sent", so even an
+// unsafe write is repeated; the counting transport tells it apart from a request that left.
+func TestAConnectionThatTookNoByteSentNothing(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer srv.Close()
+	tr := NewTransport()
+	dial := tr.DialContext
+	var dials atomic.Int32
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if dials.Add(1) == 1 {
+			return &countingConn{Conn: failConn{}}, nil
+		}
+		return dial(ctx, network, addr)
+	}
+	defer tr.CloseIdleConnections()
+	spec := rt.Spec(t, nil, "POST", "/v2/users", `{"email":"a@example.com"}`, false, "")
+	spec.URL.Scheme, spec.URL.Host = "http", strings.TrimPrefix(srv.URL, "http://")
+	var events []retry.Event
+	e := &retry.Engine{Sender: Net{Transport: tr}, Clock: rt.NewFakeClock(), Rand: rt.FixedRand, Sink: retry.SinkFunc(func(ev retry.Event) { events = append(events, ev) })}
+	res, err := e.Do(context.Background(), spec, retry.DefaultPolicy())
+	if err != nil || res.Attempts != 2 {
+		t.Fatalf("err = %v, attempts %+v: a write that left no byte must be repeated", err, res)
+	}
+	if events[0].Sent || events[0].Decision != "retry" {
+		t.Errorf("first attempt: %+v, want not sent and repeated", events[0])
+	}
+}
