@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/brellium/brellium/request"
 	"github.com/brellium/brellium/retry"
 )
@@ -57,6 +59,15 @@ type Config struct {
 	Connect func(work context.Context) (retry.Sender, func())
 	// Drain is how long in-flight calls get once ctx is done.
 	Drain time.Duration
+	// BodiesDir, when set, is --bodies: each line's body goes to a file there, named after the
+	// line. MaxBody is --max-body: without BodiesDir, a 2xx body over it ends its line (0:
+	// DefaultMaxBody).
+	BodiesDir string
+	MaxBody   int64
+	// Written, when set, is the lines that Out already holds a result for (a results file a
+	// rerun appends to): the lines an earlier run did (the journal says so) and that are in it
+	// are not written again, so that the file holds each line once it is done.
+	Written *LineSet
 	// Sink, when set, hears every attempt event, with its line number.
 	Sink retry.Sink
 	// Counts, when set, counts the lines by outcome as they are written (its Err is the
@@ -130,8 +141,10 @@ type job struct {
 
 // run is the shared state of one batch.
 type run struct {
-	cfg    Config
-	counts *Counts
+	cfg     Config
+	counts  *Counts
+	mem     *semaphore.Weighted
+	maxBody int64
 
 	blocked atomic.Bool
 	work    context.Context
@@ -149,7 +162,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Counts == nil {
 		cfg.Counts = NewCounts(cfg.Input.Total)
 	}
-	b := &run{cfg: cfg, counts: cfg.Counts}
+	b := &run{cfg: cfg, counts: cfg.Counts, maxBody: cfg.MaxBody}
+	if b.maxBody <= 0 {
+		b.maxBody = DefaultMaxBody
+	}
+	b.mem = newMemory(b.maxBody)
 	b.work, b.stop = context.WithCancel(context.WithoutCancel(ctx))
 	defer b.stop()
 	if cfg.Connect != nil {
@@ -247,7 +264,9 @@ func (b *run) read(ctx context.Context, jobs chan<- *job, results chan<- *result
 			}
 			switch prior {
 			case Done:
-				results <- noSend(j, "skipped", "already done: the journal records it ok")
+				r := noSend(j, "skipped", "already done: the journal records it ok")
+				r.earlier = true
+				results <- r
 				continue
 			case Unknown:
 				results <- noSend(j, "unknown_outcome", "the journal records it sent and never finished (or unknown): not sent again")
@@ -321,32 +340,66 @@ func (b *run) send(j *job) *result {
 		if ev.Outcome == retry.Blocked && b.blocked.CompareAndSwap(false, true) {
 			b.stop() // at the decision, before the call returns: every worker stops now
 		}
-		b.counts.attempt(ev.Response != nil && ev.Response.Status == 429)
+		b.counts.rateLimited(ev.Response != nil && ev.Response.Status == 429)
 		if b.cfg.Sink != nil {
 			ev.Line = l.N
 			b.cfg.Sink.Attempt(ev)
 		}
 	})
-	res, err := eng.Do(b.work, j.spec, b.cfg.Policy)
-	r := &result{Line: l.N, ID: l.ID, Method: j.spec.Method, Path: j.spec.Path(), hash: l.Hash}
+	lb := &lineBody{b: b, line: l.N}
+	policy := b.cfg.Policy
+	policy.Body = lb
+	res, err := eng.Do(b.work, j.spec, policy)
+	r := &result{Line: l.N, ID: l.ID, Method: j.spec.Method, Path: j.spec.Path(), hash: l.Hash, release: lb.release}
+	defer func() {
+		if lb.file != nil {
+			lb.file.discard() // a body that did not come whole
+		}
+	}()
 	if res != nil {
+		b.counts.sent(res.Attempts)
 		r.Attempts, r.ElapsedMS = res.Attempts, res.Elapsed.Milliseconds()
 		if resp := res.Response; resp != nil {
 			r.Status, r.RequestID = resp.Status, resp.RequestID
-			r.Body = bodyJSON(resp.Body, resp.JSON)
+			if err := b.keepBody(r, lb, resp); err != nil {
+				r.body = nil
+				if !errors.Is(err, context.Canceled) {
+					r.Error = &resultError{Reason: err.Error()}
+				}
+			}
 		}
 	}
-	if errors.Is(err, context.Canceled) {
+	var tooLarge *retry.BodyTooLargeError
+	switch {
+	case errors.Is(err, context.Canceled):
 		why := "not sent: interrupted"
 		if b.blocked.Load() {
 			why = "not sent: the client was blocked (bare 403)"
 		}
-		if !safe && res != nil && res.MayHaveRun {
+		switch {
+		case !safe && res != nil && res.MayHaveRun:
 			r.Outcome, r.Error = "unknown_outcome", &resultError{Reason: "interrupted after it was sent: it may or may not have run"}
-		} else {
-			r.Outcome, r.Error, r.Status, r.Body = "skipped", &resultError{Reason: why}, 0, nil
+		case res != nil && res.MayHaveRun:
+			why := "cancelled after it was sent (interrupted); a rerun sends it again"
+			if b.blocked.Load() {
+				why = "cancelled after it was sent: the client was blocked (bare 403)"
+			}
+			r.Outcome, r.Error, r.body = "skipped", &resultError{Reason: why}, nil
+		default:
+			r.Outcome, r.Error, r.Status, r.body = "skipped", &resultError{Reason: why}, 0, nil
 		}
-		b.end(r, started)
+		b.end(r, started, false)
+		return r
+	case errors.As(err, &tooLarge):
+		// The call ran; its body did not fit. A safe line may be sent again (with --bodies or a
+		// larger --max-body); an unsafe one is done and is not.
+		r.Outcome, r.body = "usage", nil
+		why := tooLarge.Error()
+		if !safe {
+			why += "; the call ran, and with --journal it is not sent again"
+		}
+		r.Error = &resultError{Reason: why}
+		b.end(r, true, !safe)
 		return r
 	}
 	r.Outcome = string(retry.OutcomeOf(err))
@@ -358,16 +411,51 @@ func (b *run) send(j *job) *result {
 		r.Outcome = "internal"
 		r.Error = &resultError{Reason: err.Error()}
 	}
-	b.end(r, true)
+	b.end(r, true, false)
 	return r
 }
 
+// keepBody puts the call's final body in the result: embedded when it is whole, or, with
+// --bodies, in its file.
+func (b *run) keepBody(r *result, lb *lineBody, resp *retry.Response) error {
+	body, whole := lb.body(resp)
+	if !whole {
+		return nil
+	}
+	if b.cfg.BodiesDir == "" {
+		r.body, r.bodyJSON = body, resp.JSON && !lb.spilled
+		return nil
+	}
+	if len(body) == 0 && !lb.spilled {
+		return nil
+	}
+	if !lb.spilled { // kept in memory: write it out too
+		f, err := newBodyFile(b.cfg.BodiesDir, r.Line)
+		if err != nil {
+			return err
+		}
+		lb.file = f
+		if _, err := f.Write(body); err != nil {
+			return err
+		}
+	}
+	path, err := lb.file.commit(resp.Header.Get("Content-Type"))
+	if err != nil {
+		return fmt.Errorf("--bodies: %w", err)
+	}
+	lb.file = nil
+	lb.release()
+	r.BodyFile = path
+	return nil
+}
+
 // end journals how a line ended, at once; the writer syncs before the line counts as done.
-func (b *run) end(r *result, record bool) {
+// done says that the line is done although its outcome is not ok: a rerun does not send it.
+func (b *run) end(r *result, record, done bool) {
 	if b.cfg.Journal == nil || !record {
 		return
 	}
-	if err := b.cfg.Journal.End(r.Line, r.hash, r.Outcome); err != nil {
+	if err := b.cfg.Journal.End(r.Line, r.hash, r.Outcome, done); err != nil {
 		b.setFatal(err)
 	}
 }
@@ -400,11 +488,15 @@ func (b *run) write(results <-chan *result) error {
 		}
 		for _, r := range group {
 			line = append(r.appendJSON(line[:0]), '\n')
-			if werr == nil {
+			if werr == nil && !(r.earlier && b.cfg.Written.Has(r.Line)) {
 				if _, err := w.Write(line); err != nil {
 					werr = err
 				}
 			}
+			if r.release != nil {
+				r.release()
+			}
+			r.body = nil
 			b.counts.add(r.Outcome)
 			if b.cfg.OnLine != nil {
 				b.cfg.OnLine()

@@ -200,9 +200,9 @@ func TestJournalDecidesWhatIsSent(t *testing.T) {
 	}
 	// An earlier run: line 1 done, line 2 started and never finished, line 3 failed.
 	h := func(n int) uint64 { return hashOf(lines[n-1]) }
-	_ = j.End(1, h(1), "ok")
+	_ = j.End(1, h(1), "ok", false)
 	_ = j.Start(2, h(2))
-	_ = j.End(3, h(3), "exhausted")
+	_ = j.End(3, h(3), "exhausted", false)
 	_ = j.Close()
 	if j, err = OpenJournal(path, "-", ""); err != nil {
 		t.Fatal(err)

@@ -36,12 +36,20 @@ func (c *Counts) add(outcome string) {
 	c.mu.Unlock()
 }
 
-func (c *Counts) attempt(rateLimited bool) {
+// sent counts the requests of one line.
+func (c *Counts) sent(requests int) {
 	c.mu.Lock()
-	c.t.Requests++
-	if rateLimited {
-		c.t.RateLimited++
+	c.t.Requests += int64(requests)
+	c.mu.Unlock()
+}
+
+// rateLimited counts one attempt refused with a 429.
+func (c *Counts) rateLimited(refused bool) {
+	if !refused {
+		return
 	}
+	c.mu.Lock()
+	c.t.RateLimited++
 	c.mu.Unlock()
 }
 
@@ -77,7 +85,7 @@ func (e *Failed) Error() string {
 
 // Err is the batch's outcome: nil when every line is ok or skipped as done, else a *Failed for
 // the first present of blocked, unknown_outcome, auth_error, exhausted, api_error, internal (a
-// bug) and invalid.
+// bug), usage (a body over --max-body) and invalid.
 func (c *Counts) Err() error {
 	t := c.Tally()
 	for _, o := range precedence {
@@ -85,11 +93,10 @@ func (c *Counts) Err() error {
 			return &Failed{Outcome: string(o), Lines: n}
 		}
 	}
-	if n := t.Outcomes["internal"]; n > 0 {
-		return &Failed{Outcome: "internal", Lines: n}
-	}
-	if n := t.Outcomes["invalid"]; n > 0 {
-		return &Failed{Outcome: "invalid", Lines: n}
+	for _, o := range []string{"internal", "usage", "invalid"} {
+		if n := t.Outcomes[o]; n > 0 {
+			return &Failed{Outcome: o, Lines: n}
+		}
 	}
 	return nil
 }

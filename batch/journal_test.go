@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/brellium/brellium/request"
@@ -37,17 +38,17 @@ func TestJournalPriorStates(t *testing.T) {
 		t.Fatal(err)
 	}
 	steps := []func() error{
-		func() error { return j.End(1, 11, "ok") },
+		func() error { return j.End(1, 11, "ok", false) },
 		func() error { return j.Start(2, 22) },
 		func() error { return j.Start(3, 33) },
-		func() error { return j.End(3, 33, "unknown_outcome") },
-		func() error { return j.End(4, 44, "exhausted") },
-		func() error { return j.End(5, 55, "api_error") },
+		func() error { return j.End(3, 33, "unknown_outcome", false) },
+		func() error { return j.End(4, 44, "exhausted", false) },
+		func() error { return j.End(5, 55, "api_error", false) },
 		func() error { return j.Start(6, 66) },
-		func() error { return j.End(6, 66, "ok") },
-		func() error { return j.End(7, 77, "ok") },
-		func() error { return j.End(7, 77, "exhausted") }, // sent again later, and failed
-		func() error { return j.End(8, 88, "skipped") },
+		func() error { return j.End(6, 66, "ok", false) },
+		func() error { return j.End(7, 77, "ok", false) },
+		func() error { return j.End(7, 77, "exhausted", false) }, // sent again later, and failed
+		func() error { return j.End(8, 88, "skipped", false) },
 	}
 	for _, s := range steps {
 		if err := s(); err != nil {
@@ -69,7 +70,7 @@ func TestJournalPriorStates(t *testing.T) {
 func TestJournalRefusesAnotherTextForALine(t *testing.T) {
 	path := journalPath(t)
 	j, _ := OpenJournal(path, "-", "")
-	_ = j.End(1, 0xabc, "ok")
+	_ = j.End(1, 0xabc, "ok", false)
 	j = reopen(t, j, path, "")
 	if _, err := j.Prior(1, 0xabd); err == nil || !strings.Contains(err.Error(), "another text for line 1") {
 		t.Fatalf("err = %v", err)
@@ -88,7 +89,7 @@ func TestJournalRefusesAnotherTextForALine(t *testing.T) {
 func TestJournalRefusesAnotherInput(t *testing.T) {
 	path := journalPath(t)
 	j, _ := OpenJournal(path, "in.txt", "sha-one")
-	_ = j.End(1, 1, "ok")
+	_ = j.End(1, 1, "ok", false)
 	_ = j.Close()
 	if _, err := OpenJournal(path, "in.txt", "sha-two"); err == nil || !strings.Contains(err.Error(), "belongs to another input") {
 		t.Fatalf("err = %v", err)
@@ -135,7 +136,7 @@ func TestJournalTornAndDamagedRecords(t *testing.T) {
 		t.Errorf("the torn record counted: %v", p)
 	}
 	// The next record starts on a line of its own.
-	_ = j.End(3, 3, "ok")
+	_ = j.End(3, 3, "ok", false)
 	_ = j.Close()
 	j, err = OpenJournal(path, "in", "s")
 	if err != nil {
@@ -162,7 +163,7 @@ func TestJournalFileIsPrivateAndAppended(t *testing.T) {
 	j, _ := OpenJournal(path, "in.txt", "s1")
 	_ = j.Start(1, 1)
 	j = reopen(t, j, path, "s1")
-	_ = j.End(1, 1, "ok")
+	_ = j.End(1, 1, "ok", false)
 	if err := j.Sync(); err != nil {
 		t.Fatal(err)
 	}
@@ -178,8 +179,9 @@ func TestJournalFileIsPrivateAndAppended(t *testing.T) {
 	}
 }
 
-// Start is on disk when it returns: a process killed right after it leaves the record.
-func TestJournalStartIsWrittenAtOnce(t *testing.T) {
+// Start is on disk when it returns: a process killed right after it leaves the record. End is
+// on disk once Sync returns, which the writer calls before a line's result is written.
+func TestJournalStartIsWrittenAtOnceAndEndAtSync(t *testing.T) {
 	path := journalPath(t)
 	j, _ := OpenJournal(path, "in", "")
 	defer j.Close()
@@ -188,10 +190,93 @@ func TestJournalStartIsWrittenAtOnce(t *testing.T) {
 	if !strings.Contains(string(b), `{"line":4,"h":"44","s":"start"}`) {
 		t.Fatalf("after Start the file holds:\n%s", b)
 	}
-	_ = j.End(4, 0x44, "ok")
+	_ = j.End(4, 0x44, "ok", false)
+	_ = j.Sync()
 	b, _ = os.ReadFile(path)
 	if !strings.Contains(string(b), `"s":"end","outcome":"ok"`) {
-		t.Fatalf("End is not written at once:\n%s", b)
+		t.Fatalf("End is not written by Sync:\n%s", b)
+	}
+}
+
+// Workers that start lines at the same time share syncs, and every start is on disk when its
+// Start returns.
+func TestJournalStartsShareSyncs(t *testing.T) {
+	path := journalPath(t)
+	j, _ := OpenJournal(path, "in", "")
+	var wg sync.WaitGroup
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				n := w*1000 + i + 1
+				if err := j.Start(n, uint64(n)); err != nil {
+					t.Error(err)
+					return
+				}
+				// The record is on disk: another open of the file sees it.
+				b, _ := os.ReadFile(path)
+				if !strings.Contains(string(b), fmt.Sprintf(`{"line":%d,"h":"%x","s":"start"}`, n, n)) {
+					t.Errorf("start of line %d not on disk when Start returned", n)
+					return
+				}
+				_ = j.End(n, uint64(n), "ok", false)
+			}
+		}(w)
+	}
+	wg.Wait()
+	_ = j.Close()
+	j, _ = OpenJournal(path, "in", "")
+	defer j.Close()
+	if p, _ := j.Prior(15050, 15050); p != Done {
+		t.Fatalf("the last line's end: %v", p)
+	}
+}
+
+// A journal of 200,000 lines loads into little memory: 4 bytes a line (bench/memory.sh
+// resumes a million).
+func TestJournalLoadsAMillionLinesCompactly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a large journal")
+	}
+	path := journalPath(t)
+	var b strings.Builder
+	b.WriteString(`{"v":1,"input":"in"}` + "\n")
+	const n = 200000
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, `{"line":%d,"h":"%x","s":"end","outcome":"ok"}`+"\n", i, i)
+	}
+	_ = os.WriteFile(path, []byte(b.String()), 0o600)
+	j, err := OpenJournal(path, "in", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if len(j.index) != n+1 || cap(j.index) > 2*(n+1) {
+		t.Fatalf("an index of %d slots (cap %d) for %d lines", len(j.index), cap(j.index), n)
+	}
+	if p, _ := j.Prior(n, n); p != Done {
+		t.Fatalf("the last line: %v", p)
+	}
+}
+
+// Records in another field order, or written by hand, are read too.
+func TestJournalReadsRecordsInAnyForm(t *testing.T) {
+	for _, raw := range []string{
+		`{"line":1,"h":"a","s":"end","outcome":"ok"}`,
+		`{"s":"end","outcome":"ok","h":"a","line":1}`,
+		`{"line":1,"h":"a","s":"end","outcome":"usage","done":true}`,
+		`{ "line": 1, "h": "a", "s": "end", "outcome": "ok" }`,
+	} {
+		e, ok := parseEntry([]byte(raw))
+		if !ok || e.line != 1 || e.hash != 0xa || e.prior != Done {
+			t.Errorf("%s: %+v %v", raw, e, ok)
+		}
+	}
+	for _, raw := range []string{`{"line":1,"h":"a","s":"end","outcome":"ok"`, `{"line":0,"h":"a"}`, `{"line":-1}`, `[]`, `{"line":"1"}`} {
+		if e, ok := parseEntry([]byte(raw)); ok {
+			t.Errorf("%s parsed as %+v", raw, e)
+		}
 	}
 }
 

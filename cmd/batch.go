@@ -2,9 +2,11 @@ package cmd
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -32,17 +34,20 @@ type BatchOptions struct {
 	BreakerFailures int
 	BreakerCooldown time.Duration
 	// Drain is how long in-flight requests get after SIGINT or SIGTERM.
-	Drain time.Duration
+	Drain   time.Duration
+	Bodies  string
+	MaxBody string
 
-	// budgetRatio and shard are --retry-budget and --shard, parsed by check.
+	// budgetRatio, shard and maxBody are --retry-budget, --shard and --max-body, parsed by check.
 	budgetRatio float64
 	shard       batch.Shard
+	maxBody     int64
 }
 
 // NewCmdBatch builds `brellium batch [FILE|-]`.
 func NewCmdBatch(f *Factory, g *GlobalOptions, runF func(*BatchOptions) error) *cobra.Command {
 	o := &BatchOptions{RequestOptions: newRequestOptions(), Concurrency: 4, RetryBudget: "20%",
-		BreakerFailures: 5, BreakerCooldown: 5 * time.Second, Drain: 5 * time.Second}
+		BreakerFailures: 5, BreakerCooldown: 5 * time.Second, Drain: 5 * time.Second, MaxBody: "8MiB"}
 	c := &cobra.Command{
 		Use:   "batch [FILE|-]",
 		Short: "Send one request per input line through one shared budget",
@@ -53,8 +58,14 @@ client budget. A line is JSON, {"id":"a","method":"GET","path":"/v2/…","body":
 
 Every request line yields one JSON line on stdout (or -o FILE), in completion order:
 {"line":12,"id":"…","method":"GET","path":"/v2/…","status":200,"outcome":"ok","attempts":1,
-"request_id":"…","elapsed_ms":35,"body":…}. With --journal, a rerun with the same input sends
-only what is not done, and never sends again an unsafe line that may have run.
+"request_id":"…","elapsed_ms":35,"body":…}. No line is ok unless its whole body is in the
+output: a body over --max-body ends its line (outcome usage) unless --bodies DIR writes each
+body to a file there (the line names it in "body_file").
+
+With --journal, a rerun with the same input sends only what is not done, and never sends again
+an unsafe line that may have run; -o FILE then appends, and lines done in an earlier run are not
+written to it again. Without --journal, -o FILE starts anew. Result files and journals are
+created 0600: they hold API data.
 
 Lines that may be repeated go out over a lean HTTP/1.1 client; BRELLIUM_BATCH_CLIENT=net sends
 every line through Go's net/http instead.`,
@@ -85,8 +96,11 @@ every line through Go's net/http instead.`,
 	addPolicyFlags(fl, o.RequestOptions)
 	fl.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "requests in flight at once (every worker shares the one budget)")
 	fl.StringVar(&o.RetryBudget, "retry-budget", o.RetryBudget, "repeats after 5xx and dropped connections may add at most this share of the requests sent (never fewer than 10)")
-	fl.StringVar(&o.Journal, "journal", "", "append-only journal: a rerun with the same input sends only what is not done")
+	fl.StringVar(&o.Journal, "journal", "", "append-only journal: a rerun with the same input sends only what is not done (and -o appends)")
 	fl.StringVar(&o.Shard, "shard", "", "K/N: only lines whose number modulo N is K-1")
+	fl.StringVar(&o.Bodies, "bodies", "", "write each line's body to a file in DIR (named after the line) instead of the result line")
+	fl.StringVar(&o.MaxBody, "max-body", o.MaxBody, "without --bodies, the largest body a result line embeds (e.g. 8MiB, 64MiB)")
+	_ = c.MarkFlagDirname("bodies")
 	_ = c.RegisterFlagCompletionFunc("log-format", fixedCompletion("text", "json"))
 	return c
 }
@@ -106,8 +120,13 @@ func (o *BatchOptions) check(c *cobra.Command) error {
 	if o.budgetRatio, err = parseBudget(o.RetryBudget); err != nil {
 		return err
 	}
-	o.shard, err = parseShard(o.Shard)
-	return err
+	if o.shard, err = parseShard(o.Shard); err != nil {
+		return err
+	}
+	if o.maxBody, err = request.ParseSize(o.MaxBody); err != nil || o.maxBody < 1 {
+		return request.Usagef("invalid --max-body %q: want a size such as 8MiB", o.MaxBody)
+	}
+	return nil
 }
 
 // parseBudget reads --retry-budget: "20%" or "20" (a percentage).
@@ -167,14 +186,38 @@ func runBatch(ctx context.Context, f *Factory, g *GlobalOptions, o *BatchOptions
 		defer journal.Close()
 	}
 	out := ios.Out
-	if o.Output != "" {
-		file, err := os.Create(o.Output)
+	var written *batch.LineSet
+	if o.Output != "" && o.Output != "-" {
+		// With a journal the file gathers every run's results; without, it starts anew.
+		mode := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		if journal != nil {
+			mode = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		}
+		file, err := os.OpenFile(o.Output, mode, 0o600)
 		if err != nil {
 			return report(request.Usagef("-o %s: %v", o.Output, err), 0)
 		}
 		defer file.Close()
 		out = file
+		if journal != nil {
+			// The lines that earlier runs wrote; a done line whose result was lost (the process
+			// was killed between the journal and the file) is written again.
+			r, err := os.Open(o.Output)
+			if err == nil {
+				written, err = batch.ResultLines(r)
+				r.Close()
+			}
+			if err != nil {
+				return report(fmt.Errorf("-o %s: reading the earlier results: %w", o.Output, err), 0)
+			}
+		}
 	}
+	if o.Bodies != "" {
+		if err := os.MkdirAll(o.Bodies, 0o700); err != nil {
+			return report(request.Usagef("--bodies %s: %v", o.Bodies, err), 0)
+		}
+	}
+	defer limitMemory(batch.MemoryForBodies + o.maxBody + 40<<20)()
 	extras := sessionExtras{budget: &retry.RetryBudget{Ratio: o.budgetRatio, Min: 10},
 		gate: limit.NewBreaker(o.BreakerFailures, o.BreakerCooldown, nil)}
 	sess, err := newSession(ctx, f, g, o.RequestOptions, logger, extras)
@@ -186,6 +229,7 @@ func runBatch(ctx context.Context, f *Factory, g *GlobalOptions, o *BatchOptions
 		Input: in, Out: out, Journal: journal, Concurrency: o.Concurrency, Shard: o.shard,
 		Base: sess.base, Headers: o.Headers, Idempotent: o.Idempotent, AutoKey: o.IdempotencyKey == "auto",
 		Engine: sess.engine, Policy: sess.policy, Drain: o.Drain, Counts: batch.NewCounts(in.Total),
+		BodiesDir: o.Bodies, MaxBody: o.maxBody, Written: written,
 	}
 	if fast && direct(sess.base) {
 		// The fast client belongs to the batch's work: a block or the end of the drain closes
@@ -205,8 +249,16 @@ func runBatch(ctx context.Context, f *Factory, g *GlobalOptions, o *BatchOptions
 	}
 	fatal := batch.Run(ctx, cfg)
 	counts := cfg.Counts
+	intr := interruption(ctx)
+	unread := int64(-1)
+	if t := counts.Tally(); (intr != nil || fatal != nil) && t.Total >= 0 {
+		unread = t.Total - t.Done
+	}
 	if progress != nil {
-		progress.Finish()
+		progress.Finish(intr != nil || fatal != nil, unread)
+	}
+	if intr != nil && o.LogFormat != "json" {
+		logger.Warn(resumeHint(f.args, o, unread))
 	}
 	if journal != nil {
 		if err := journal.Close(); err != nil && fatal == nil {
@@ -214,7 +266,7 @@ func runBatch(ctx context.Context, f *Factory, g *GlobalOptions, o *BatchOptions
 		}
 	}
 	err = fatal
-	if intr := interruption(ctx); intr != nil {
+	if intr != nil {
 		err = intr
 	} else if err == nil {
 		err = counts.Err()
@@ -248,4 +300,29 @@ func fastClient(f *Factory) (bool, error) {
 func direct(base *url.URL) bool {
 	proxy, err := http.ProxyFromEnvironment(&http.Request{URL: base})
 	return err == nil && proxy == nil
+}
+
+// resumeHint says how to pick an interrupted batch up where it stopped.
+func resumeHint(args []string, o *BatchOptions, unread int64) string {
+	left := "the rest of the input was not read"
+	if unread >= 0 {
+		left = fmt.Sprintf("%d %s never read", unread, output.Plural(unread, "line was", "lines were"))
+	}
+	if o.Journal == "" {
+		return "interrupted: " + left + "; this batch has no --journal, so a rerun sends every line again (run with --journal FILE to make a batch resumable)"
+	}
+	if o.Input == "" || o.Input == "-" {
+		return "interrupted: " + left + "; to resume, run the same command with the same input on standard input: brellium " + shellJoin(args)
+	}
+	return "interrupted: " + left + "; to resume, run: brellium " + shellJoin(args)
+}
+
+// limitMemory sets the collector's soft memory limit to n bytes for a long-running command,
+// unless the user set GOMEMLIMIT, and returns what restores it.
+func limitMemory(n int64) (restore func()) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	old := debug.SetMemoryLimit(n)
+	return func() { debug.SetMemoryLimit(old) }
 }

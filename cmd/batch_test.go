@@ -36,6 +36,7 @@ type resultLine struct {
 	Attempts  int             `json:"attempts"`
 	RequestID string          `json:"request_id"`
 	Body      json.RawMessage `json:"body"`
+	BodyFile  string          `json:"body_file"`
 	Error     *struct {
 		Code, Message, Reason string
 		RequestID             string `json:"request_id"`
@@ -367,7 +368,8 @@ func (h *harness) batchWithCtx(ctx context.Context, tune func(*BatchOptions), ar
 	root := &cobra.Command{Use: "brellium", SilenceErrors: true, SilenceUsage: true}
 	g.addFlags(root)
 	root.AddCommand(NewCmdBatch(f, g, func(o *BatchOptions) error { opts = o; return nil }))
-	root.SetArgs(append(append([]string{"batch"}, args...), "--limiter", "off"))
+	f.args = append(append([]string{"batch"}, args...), "--limiter", "off")
+	root.SetArgs(f.args)
 	if err := root.Execute(); err != nil {
 		h.t.Fatal(err)
 	}
@@ -512,12 +514,13 @@ func TestBatchKillAndResume(t *testing.T) {
 	in := filepath.Join(dir, "in.txt")
 	_ = os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
 	journal := filepath.Join(dir, "run.journal")
-	run := func(out string) *exec.Cmd {
+	out := filepath.Join(dir, "out.jsonl")
+	run := func() *exec.Cmd {
 		c := exec.Command(bin, "batch", in, "--journal", journal, "-o", out, "--concurrency", "4", "--limiter", "off")
 		c.Env = append(os.Environ(), "BRELLIUM_BASE_URL="+em.URL, "BRELLIUM_ACCESS_TOKEN=t", "BRELLIUM_CACHE_DIR="+dir)
 		return c
 	}
-	first := run(filepath.Join(dir, "out1.jsonl"))
+	first := run()
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -531,27 +534,41 @@ func TestBatchKillAndResume(t *testing.T) {
 	if sentBefore >= n {
 		t.Fatalf("the first run finished before the kill (%d requests)", sentBefore)
 	}
-	second := run(filepath.Join(dir, "out2.jsonl"))
-	outB, _ := second.CombinedOutput()
-	out1 := readResults(t, filepath.Join(dir, "out1.jsonl"))
-	out2 := readResults(t, filepath.Join(dir, "out2.jsonl"))
-	if len(out2) != n {
-		t.Fatalf("the rerun reported %d lines, want %d:\n%s", len(out2), n, outB)
+	out1 := readResults(t, out)
+	second := run()
+	outB, err := second.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() != 6) {
+		t.Fatalf("rerun: %v\n%s", err, outB)
+	}
+	// The rerun appended to the same file: it now holds a result for every line, the latest
+	// last, and each line done in the first run once.
+	all := readResults(t, out)
+	if len(all) != n {
+		t.Fatalf("the results file holds %d lines, want %d:\n%s", len(all), n, outB)
+	}
+	if counts := lineCounts(t, out); len(counts) != n {
+		t.Fatalf("lines in the file: %v", counts)
+	} else {
+		for i, c := range counts {
+			if c > 1 && out1[i].Outcome == "ok" {
+				t.Errorf("line %d, done in the first run, was written again", i)
+			}
+		}
 	}
 	unknown := 0
 	for i := 1; i <= n; i++ {
 		count := em.CountDocuments(fmt.Sprintf("f%d.pdf", i))
-		r2 := out2[i]
+		r := all[i]
 		switch {
 		case count > 1:
 			t.Errorf("line %d ran %d times", i, count)
-		case r2.Outcome == "unknown_outcome":
+		case r.Outcome == "unknown_outcome":
 			unknown++
-		case r2.Outcome == "ok" && count == 1:
-		case r2.Outcome == "skipped" && count == 1 && (out1[i].Outcome == "ok" || out1[i].Outcome == ""):
-			// done in the first run (its output line may have been lost with the kill)
+		case r.Outcome == "ok" && count == 1:
+		case r.Outcome == "skipped" && count == 1 && out1[i].Outcome == "":
+			// done in the first run, its result line lost with the kill: the rerun wrote it
 		default:
-			t.Errorf("line %d: first run %q, rerun %q, created %d times", i, out1[i].Outcome, r2.Outcome, count)
+			t.Errorf("line %d: first run %q, now %q, created %d times", i, out1[i].Outcome, r.Outcome, count)
 		}
 	}
 	t.Logf("killed after %d requests; rerun: %d lines unknown_outcome (started, never finished), the rest done exactly once", sentBefore, unknown)
@@ -567,6 +584,20 @@ func startEmulator(tb testing.TB, cfg emulator.Config) *emulator.Running {
 	}
 	tb.Cleanup(func() { _ = em.Close(context.Background()) })
 	return em
+}
+
+// lineCounts counts the result lines of each line number in a results file.
+func lineCounts(t *testing.T, path string) map[int]int {
+	t.Helper()
+	counts := map[int]int{}
+	b, _ := os.ReadFile(path)
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r resultLine
+		if json.Unmarshal([]byte(l), &r) == nil {
+			counts[r.Line]++
+		}
+	}
+	return counts
 }
 
 func readResults(t *testing.T, path string) map[int]resultLine {

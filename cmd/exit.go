@@ -55,7 +55,7 @@ func outcomeOf(err error) string {
 		return outcomeUsage
 	case errors.As(err, &failed):
 		if failed.Outcome == "invalid" {
-			return outcomeUsage
+			return outcomeUsage // a line that could not be parsed is bad input
 		}
 		return failed.Outcome
 	}

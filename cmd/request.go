@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -179,32 +178,30 @@ func runRequest(ctx context.Context, f *Factory, g *GlobalOptions, o *RequestOpt
 	if err != nil {
 		return finish(nil, err)
 	}
-	out := ios.Out
+	dest := &callBody{out: ios.Out, include: o.Include}
 	toTerminal := ios.IsStdoutTTY()
-	if o.Output != "" {
-		file, err := os.Create(o.Output)
-		if err != nil {
+	if o.Output != "" && o.Output != "-" {
+		if dest.file, err = createOutFile(o.Output); err != nil {
 			return finish(nil, request.Usagef("-o %s: %v", o.Output, err))
 		}
-		defer file.Close()
-		out, toTerminal = file, false
+		defer dest.file.discard()
+		dest.out, toTerminal = dest.file, false
 	}
-
 	policy := sess.policy
-	streamed := false
-	// A body too large to keep goes out as it arrives, after the head for -i.
-	policy.Stream = func(r *retry.Response) (io.Writer, error) {
-		streamed = true
-		if o.Include {
-			if err := output.WriteHead(out, r); err != nil {
-				return nil, err
+	policy.Body = dest
+	res, callErr := sess.engine.Do(ctx, spec, policy)
+	if res != nil && res.Response != nil && !dest.spilled && (dest.file == nil || ok2xx(res.Response)) {
+		if dest.file != nil {
+			if werr := dest.file.restart(); werr != nil && callErr == nil {
+				callErr = &retry.StreamWriteError{Err: werr}
 			}
 		}
-		return out, nil
+		if werr := writeResponse(dest.out, res.Response, o, toTerminal, ios.ColorEnabled()); werr != nil && callErr == nil {
+			callErr = &retry.StreamWriteError{Err: werr}
+		}
 	}
-	res, callErr := sess.engine.Do(ctx, spec, policy)
-	if res != nil && res.Response != nil && !streamed {
-		if werr := writeResponse(out, res.Response, o, toTerminal, ios.ColorEnabled()); werr != nil && callErr == nil {
+	if dest.file != nil && callErr == nil && res != nil && ok2xx(res.Response) {
+		if werr := dest.file.commit(); werr != nil {
 			callErr = &retry.StreamWriteError{Err: werr}
 		}
 	}
@@ -212,6 +209,11 @@ func runRequest(ctx context.Context, f *Factory, g *GlobalOptions, o *RequestOpt
 		callErr = nil // a closed pipe on stdout is the reader's choice, not an error
 	}
 	return finish(res, callErr)
+}
+
+// ok2xx reports a whole 2xx answer.
+func ok2xx(r *retry.Response) bool {
+	return r != nil && r.Status >= 200 && r.Status < 300 && !r.Truncated && r.StreamErr == nil
 }
 
 func writeResponse(w io.Writer, r *retry.Response, o *RequestOptions, terminal, color bool) error {

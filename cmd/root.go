@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -38,6 +39,9 @@ type Factory struct {
 	Clock retry.Clock
 	// Rand is the engine's random source for jitter; nil is math/rand.
 	Rand func() float64
+
+	// args is the command line Run was given, for messages that repeat it.
+	args []string
 }
 
 func (f *Factory) env(name string) string {
@@ -92,6 +96,7 @@ func Execute(args []string) int {
 // Run runs the command line with f and returns the exit code. A context cancelled with an
 // *Interrupted cause ends the command with 130 or 143.
 func Run(ctx context.Context, f *Factory, args []string) int {
+	f.args = args
 	root := NewCmdRoot(f)
 	started := false
 	root.PersistentPreRun = func(*cobra.Command, []string) { started = true }
@@ -197,4 +202,17 @@ func buildInfo() (version, commit, date string) {
 		}
 	}
 	return version, commit, date
+}
+
+// shellJoin quotes args for a POSIX shell, so that a printed command line can be pasted back.
+func shellJoin(args []string) string {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@%+,") == "" {
+			quoted[i] = a
+		} else {
+			quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(quoted, " ")
 }

@@ -5,6 +5,7 @@
 package emulator
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -562,20 +563,30 @@ func (s *Server) blob(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(map[string]string{"error": "want ?bytes=N, 12 ≤ N"})
 		return
 	}
-	w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+	var out io.Writer = w
+	if r.URL.Query().Get("gzip") == "1" {
+		// A hostile answer: gzip whatever the client asked for, N bytes once inflated.
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Set("Content-Type", "application/json")
+		zw, _ := gzip.NewWriterLevel(w, gzip.BestCompression)
+		defer zw.Close()
+		out = zw
+	} else {
+		w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+	}
 	w.WriteHeader(http.StatusOK)
 	chunk := make([]byte, 64<<10)
 	for i := range chunk {
 		chunk[i] = 'a'
 	}
-	_, _ = io.WriteString(w, `{"data":"`)
+	_, _ = io.WriteString(out, `{"data":"`)
 	left := n - 11
 	for left > 0 {
 		k := min(left, int64(len(chunk)))
-		if _, err := w.Write(chunk[:k]); err != nil {
+		if _, err := out.Write(chunk[:k]); err != nil {
 			return
 		}
 		left -= k
 	}
-	_, _ = io.WriteString(w, `"}`)
+	_, _ = io.WriteString(out, `"}`)
 }

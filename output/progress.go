@@ -18,8 +18,9 @@ func describe(t batch.Tally) string {
 	return fmt.Sprintf("ok %d · failed %d · 429s %d", t.Outcomes["ok"], failed, t.RateLimited)
 }
 
-// Summary is the one line that ends a batch: lines by outcome, 429s, requests and their rate.
-func Summary(t batch.Tally, elapsed time.Duration) string {
+// Summary is the one line that ends a batch: lines by outcome, the lines never read when it was
+// stopped early (unread, -1 when unknown or none), requests, 429s and their rate.
+func Summary(t batch.Tally, unread int64, elapsed time.Duration) string {
 	names := make([]string, 0, len(t.Outcomes))
 	for k := range t.Outcomes {
 		names = append(names, k)
@@ -32,12 +33,24 @@ func Summary(t batch.Tally, elapsed time.Duration) string {
 	if len(parts) == 0 {
 		parts = append(parts, "no request lines")
 	}
+	if unread > 0 {
+		parts = append(parts, fmt.Sprintf("%d never read", unread))
+	}
 	rate := 0.0
 	if s := elapsed.Seconds(); s > 0 {
 		rate = float64(t.Requests) / s
 	}
-	return fmt.Sprintf("batch: %d lines: %s · %d requests, %d 429s · %s (%.1f req/s)",
-		t.Done, strings.Join(parts, ", "), t.Requests, t.RateLimited, elapsed.Round(time.Millisecond), rate)
+	return fmt.Sprintf("batch: %d %s: %s · %d %s, %d 429s · %s (%.1f req/s)",
+		t.Done, Plural(t.Done, "line", "lines"), strings.Join(parts, ", "), t.Requests, Plural(t.Requests, "request", "requests"),
+		t.RateLimited, elapsed.Round(time.Millisecond), rate)
+}
+
+// Plural is one when n is 1, else many.
+func Plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // Progress shows a batch's progress on stderr: a bar on a terminal (done/total, ok/failed, 429s,
@@ -78,11 +91,16 @@ func (p *Progress) Line() {
 	_ = p.bar.Add(1)
 }
 
-// Finish ends the bar and writes the summary line.
-func (p *Progress) Finish() {
+// Finish ends the bar and writes the summary line. A batch stopped early (stopped) leaves the
+// bar where it was, and the summary counts the lines never read (unread, -1 when unknown).
+func (p *Progress) Finish(stopped bool, unread int64) {
 	if p.bar != nil {
-		_ = p.bar.Finish()
+		if stopped {
+			_ = p.bar.Exit()
+		} else {
+			_ = p.bar.Finish()
+		}
 		fmt.Fprintln(p.w)
 	}
-	fmt.Fprintln(p.w, Summary(p.counts.Tally(), time.Since(p.start)))
+	fmt.Fprintln(p.w, Summary(p.counts.Tally(), unread, time.Since(p.start)))
 }

@@ -123,3 +123,18 @@ func TestTruncate(t *testing.T) {
 		t.Fatal("truncate")
 	}
 }
+
+func TestParseSize(t *testing.T) {
+	cases := map[string]int64{"0": 0, "1048576": 1 << 20, "8MiB": 8 << 20, "8 mib": 8 << 20, "8M": 8 << 20, "8MB": 8e6,
+		"1.5GiB": 3 << 29, "64k": 64 << 10, "64KB": 64000, "1g": 1 << 30, "10b": 10}
+	for in, want := range cases {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "-1", "8XB", "MiB", "1e300", "NaN", "8 MiB MiB"} {
+		if got, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) = %d, want an error", bad, got)
+		}
+	}
+}

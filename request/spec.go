@@ -304,3 +304,18 @@ func ParseDuration(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// ParseSize reads a size flag: bytes ("1048576"), or a number with a unit: KB, MB, GB (powers
+// of 1000) or K, KiB, M, MiB, G, GiB (powers of 1024), case aside.
+func ParseSize(s string) (int64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	num := strings.TrimRight(t, "abcdefghijklmnopqrstuvwxyz ")
+	unit := strings.TrimSpace(t[len(num):])
+	mult, ok := map[string]float64{"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "kb": 1e3, "m": 1 << 20, "mib": 1 << 20, "mb": 1e6,
+		"g": 1 << 30, "gib": 1 << 30, "gb": 1e9}[unit]
+	f, err := strconv.ParseFloat(num, 64)
+	if !ok || err != nil || f < 0 || math.IsNaN(f) || f*mult > 1<<50 {
+		return 0, fmt.Errorf("invalid size %q: want bytes, or a number with KiB, MiB or GiB (e.g. 8MiB)", s)
+	}
+	return int64(f * mult), nil
+}

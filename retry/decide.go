@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -72,6 +73,10 @@ func Decide(a Attempt) Decision {
 	safe := a.Class.Safe
 	r := a.Response
 	if r == nil {
+		var big *HeadersTooLargeError
+		if errors.As(a.Err, &big) {
+			return Decision{Verdict: Stop, Outcome: APIFailure, Ran: true, Why: big.Error() + "; the same request would get the same answer: not repeated"}
+		}
 		if !a.Sent {
 			return Decision{Verdict: Again, Why: "no connection made (" + errText(a.Err) + "), nothing was sent"}
 		}

@@ -30,10 +30,9 @@ type Policy struct {
 	BackoffBase, BackoffCap time.Duration
 	// FollowRedirects follows 3xx answers (-L); a redirect to another origin drops Authorization.
 	FollowRedirects bool
-	// Stream, when set, takes a 2xx body too large to keep as it arrives: it is called with the
-	// answer (status and headers) and returns where the body goes. Such a body is not kept, and
-	// when it is cut short the call is not repeated (the output already holds part of it).
-	Stream func(r *Response) (io.Writer, error)
+	// Body says where the bodies of final answers go; nil is DefaultBody. The body of an answer
+	// that is not final (one that will be repeated) is never spilled.
+	Body BodyPolicy
 }
 
 // DefaultPolicy returns the contract's defaults: 4 retries, 60 s in all, 30 s an attempt,
@@ -47,8 +46,11 @@ func DefaultPolicy() Policy {
 type Sender interface {
 	// Send sends o. sent reports whether any of the request may have reached the server; it is
 	// exact unless o.Free says that it cannot change the decision. err is the transport's error
-	// when no whole answer came (a *TimeoutError when the attempt ran out of time), or a
-	// *StreamWriteError when a streamed body could not be written out.
+	// when no whole answer came: a *TimeoutError when the attempt ran out of time, a
+	// *StaleConnectionError for a reused connection the server had closed, a
+	// *HeadersTooLargeError; or, with the answer, what o.Body's Spill failed with, and a
+	// *StreamWriteError when a spilled body could not be written out. A body cut short after it
+	// was spilled comes back as the answer's StreamErr.
 	Send(ctx context.Context, o *Outgoing) (resp *Response, sent bool, err error)
 }
 
@@ -63,8 +65,8 @@ type Outgoing struct {
 	// whether any of it was sent cannot change the decision.
 	Free            bool
 	FollowRedirects bool
-	// Stream is the policy's Stream.
-	Stream func(r *Response) (io.Writer, error)
+	// Body says where the body goes: the policy's, for final answers only.
+	Body BodyPolicy
 }
 
 // Authorizer gives the Authorization header of each attempt and renews it after a 401.
@@ -197,7 +199,13 @@ type call struct {
 	cause     error
 	converged bool
 	ran       bool
+	renewed   bool
+	// retries counts the repeats so far.
+	retries int
 }
+
+// canRenew says that the credential can be re-minted and has not been yet in this call.
+func (c *call) canRenew() bool { return !c.renewed && c.e.Auth != nil && c.e.Auth.Renewable() }
 
 func (e *Engine) newCall(spec *request.Spec, p Policy) *call {
 	c := &call{e: e, spec: spec, p: p, class: spec.Class(),
@@ -282,34 +290,43 @@ func (c *call) maxTimeReached() string {
 	return fmt.Sprintf("--max-time %s reached", FormatDuration(c.p.MaxTime))
 }
 
+// maxStaleResends caps the attempts of one call sent again at once after a stale connection.
+const maxStaleResends = 2
+
 func (c *call) run(ctx context.Context) (*Result, error) {
-	retries, renewed := 0, false
+	stale := 0
+	resend := false // the last attempt met a stale connection: send again at once
 	for {
 		if !c.deadline.IsZero() && !c.clock.Now().Before(c.deadline) {
 			return c.end(nil, Exhausted, c.maxTimeReached())
 		}
-		if err := c.limiter.Wait(ctx); err != nil {
-			var bw *BudgetWaitError
-			switch {
-			case errors.As(err, &bw):
-				return c.end(nil, Exhausted, bw.Error())
-			case errors.Is(err, context.DeadlineExceeded) && !c.deadline.IsZero():
-				return c.end(nil, Exhausted, c.maxTimeReached()+" waiting for the client budget")
-			case ctx.Err() != nil:
-				return c.interrupted(ctx.Err())
-			}
-			return c.result(err.Error()), err
-		}
 		leave := func(bool) {}
-		if c.e.Gate != nil {
-			var err error
-			if leave, err = c.e.Gate.Enter(ctx); err != nil {
-				if errors.Is(ctx.Err(), context.Canceled) {
+		if !resend {
+			// A resend after a stale connection takes no token and passes no gate: the server
+			// never acted on the request.
+			if err := c.limiter.Wait(ctx); err != nil {
+				var bw *BudgetWaitError
+				switch {
+				case errors.As(err, &bw):
+					return c.end(nil, Exhausted, bw.Error())
+				case errors.Is(err, context.DeadlineExceeded) && !c.deadline.IsZero():
+					return c.end(nil, Exhausted, c.maxTimeReached()+" waiting for the client budget")
+				case ctx.Err() != nil:
 					return c.interrupted(ctx.Err())
 				}
-				return c.end(nil, Exhausted, "circuit breaker: "+err.Error())
+				return c.result(err.Error()), err
+			}
+			if c.e.Gate != nil {
+				var err error
+				if leave, err = c.e.Gate.Enter(ctx); err != nil {
+					if errors.Is(ctx.Err(), context.Canceled) {
+						return c.interrupted(ctx.Err())
+					}
+					return c.end(nil, Exhausted, "circuit breaker: "+err.Error())
+				}
 			}
 		}
+		resend = false
 		auth := ""
 		if c.e.Auth != nil {
 			var err error
@@ -324,17 +341,38 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 		c.attempts++
 		resp, sent, header, cause := c.send(ctx, auth)
 		c.resp, c.cause = resp, cause
+		ev := &Event{Response: resp, Err: cause, Sent: sent, RequestHeader: header}
+		var staleErr *StaleConnectionError
+		if errors.As(cause, &staleErr) && stale < maxStaleResends && ctx.Err() == nil {
+			stale++
+			leave(false)
+			ev.Decision, ev.Retry, ev.WaitSource = "retry", c.retries, "reused connection"
+			ev.Why = staleErr.Error() + ": sent again at once on a new connection (not counted as a retry)"
+			c.emit(*ev)
+			resend = true
+			continue
+		}
 		leave(resp == nil || resp.Status >= 500)
-		var swe *StreamWriteError
-		if errors.As(cause, &swe) {
+		var (
+			swe *StreamWriteError
+			btl *BodyTooLargeError
+		)
+		if errors.As(cause, &swe) || errors.As(cause, &btl) {
+			// The answer came: the call ran, and its body could not be delivered.
 			c.ran = true
-			return c.result(swe.Error()), swe
+			ev.Decision, ev.Why = "stop", cause.Error()
+			c.emit(*ev)
+			return c.result(cause.Error()), cause
 		}
 		if c.e.Budget != nil && (sent || resp != nil) {
 			c.e.Budget.Sent()
 		}
 		if errors.Is(ctx.Err(), context.Canceled) {
 			c.ran = c.ran || sent
+			if sent {
+				ev.Decision, ev.Why = "stop", "interrupted after it was sent"
+				c.emit(*ev)
+			}
 			return c.interrupted(ctx.Err())
 		}
 		if resp != nil {
@@ -345,15 +383,21 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 				c.limiter.Drain()
 			}
 		}
-		ev := &Event{Response: resp, Err: cause, Sent: sent, RequestHeader: header}
 		if resp != nil && resp.StreamErr != nil {
-			c.ran = true
-			c.cause = resp.StreamErr
-			ev.Sent = true
-			return c.end(ev, Exhausted, fmt.Sprintf("the %d body was cut short after %d bytes had been written out (%v): not repeated", resp.Status, resp.Streamed, resp.StreamErr))
+			cut := Decide(Attempt{Err: resp.StreamErr, Sent: true, Class: c.class, Ran: c.ran})
+			if !c.p.bodyPolicy().Restarts() || cut.Verdict != Again {
+				c.ran = true
+				c.cause = resp.StreamErr
+				ev.Sent = true
+				return c.end(ev, Exhausted, fmt.Sprintf("the %d body was cut short after %d bytes had been written out (%v): not repeated", resp.Status, resp.Streamed, resp.StreamErr))
+			}
+			// The spilled part is dropped and fetched again: a failed attempt like any other.
+			resp, cause = nil, fmt.Errorf("%d answer cut short: %w", resp.Status, resp.StreamErr)
+			c.resp, c.cause = nil, cause
+			ev.Response, ev.Err, ev.Sent = nil, cause, true
 		}
-		canRenew := !renewed && c.e.Auth != nil && c.e.Auth.Renewable()
-		d := Decide(Attempt{Response: resp, Err: cause, Sent: sent, Class: c.class, Ran: c.ran, CanRenew: canRenew})
+		canRenew := c.canRenew()
+		d := Decide(Attempt{Response: resp, Err: cause, Sent: sent || ev.Sent, Class: c.class, Ran: c.ran, CanRenew: canRenew})
 		c.ran = c.ran || d.Ran || (d.Verdict == Stop && d.Outcome == OK)
 
 		switch d.Verdict {
@@ -361,7 +405,7 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 			c.converged = d.Outcome == OK && d.Converged
 			return c.end(ev, d.Outcome, d.Why)
 		case Renew:
-			renewed = true
+			c.renewed = true
 			if err := c.e.Auth.Renew(ctx); err != nil {
 				if ctx.Err() != nil {
 					return c.interrupted(ctx.Err())
@@ -374,7 +418,7 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 			continue
 		}
 
-		if retries >= c.maxRetries() {
+		if c.retries >= c.maxRetries() {
 			why := fmt.Sprintf("%s; gave up after %d attempts", d.Why, c.attempts)
 			if c.maxRetries() == 0 {
 				why = d.Why + "; retries are off (--retry 0)"
@@ -384,8 +428,8 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 		if c.e.Budget != nil && (resp == nil || resp.Status != http.StatusTooManyRequests) && !c.e.Budget.AllowRetry() {
 			return c.end(ev, Exhausted, d.Why+"; the retry budget of the batch is spent (--retry-budget)")
 		}
-		retries++
-		w := c.wait(retries, resp, d.ServerWait)
+		c.retries++
+		w := c.wait(c.retries, resp, d.ServerWait)
 		if now := c.clock.Now(); !c.deadline.IsZero() && now.Add(w.total).After(c.deadline) {
 			why := fmt.Sprintf("%s %s exceeds the %s left of --max-time", w.name, FormatDuration(w.base), FormatDuration(c.left(now)))
 			if c.left(now) <= 0 {
@@ -394,7 +438,7 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 			ev.Why = d.Why + "; " + why
 			return c.end(ev, Exhausted, why)
 		}
-		ev.Decision, ev.Retry, ev.Wait, ev.WaitSource, ev.Why = "retry", retries, w.total, w.source, d.Why
+		ev.Decision, ev.Retry, ev.Wait, ev.WaitSource, ev.Why = "retry", c.retries, w.total, w.source, d.Why
 		c.emit(*ev)
 		if err := c.clock.Sleep(ctx, w.total); err != nil {
 			if errors.Is(err, context.DeadlineExceeded) && !c.deadline.IsZero() {
@@ -455,8 +499,31 @@ func (c *call) send(ctx context.Context, auth string) (resp *Response, sent bool
 	}
 	header = c.requestHeader(auth)
 	resp, sent, err = c.e.Sender.Send(ctx, &Outgoing{Spec: c.spec, Header: header, Timeout: timeout,
-		Free: c.free(), FollowRedirects: c.p.FollowRedirects, Stream: c.p.Stream})
+		Free: c.free(), FollowRedirects: c.p.FollowRedirects, Body: finalBody{c}})
 	return resp, sent, header, err
+}
+
+func (p Policy) bodyPolicy() BodyPolicy {
+	if p.Body == nil {
+		return DefaultBody{}
+	}
+	return p.Body
+}
+
+// finalBody is the body policy that a call gives its sender: the policy's, but the body of an
+// answer that will be repeated (the policy says so, and a retry is left) is never spilled.
+type finalBody struct{ c *call }
+
+func (b finalBody) Keep(status int) int64 { return b.c.p.bodyPolicy().Keep(status) }
+func (b finalBody) Restarts() bool        { return b.c.p.bodyPolicy().Restarts() }
+
+func (b finalBody) Spill(r *Response) (io.Writer, error) {
+	c := b.c
+	d := Decide(Attempt{Response: r, Sent: true, Class: c.class, Ran: c.ran, CanRenew: c.canRenew()})
+	if d.Verdict == Renew || (d.Verdict == Again && c.retries < c.maxRetries()) {
+		return nil, nil
+	}
+	return c.p.bodyPolicy().Spill(r)
 }
 
 // free reports that the call is repeated whatever became of an attempt without an answer: it is

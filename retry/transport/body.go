@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,13 +12,6 @@ import (
 // maxDrain bounds how much of an unread body is read so the connection can be reused.
 const maxDrain = 64 << 10
 
-// Body limits: an error body is kept up to MaxErrorBody bytes; a 2xx body is kept in memory up
-// to StreamAfter bytes and, when the attempt has a Stream, streamed past that.
-const (
-	MaxErrorBody = 4 << 20
-	StreamAfter  = 8 << 20
-)
-
 // reply is a status line and headers, with the body still to read.
 type reply struct {
 	status            int
@@ -27,36 +21,40 @@ type reply struct {
 	body              io.Reader
 }
 
-// read reads the body as the attempt says: in full up to a limit, then streamed out or cut.
-// describe turns a read error into what the engine reports.
+// read reads the body as the attempt's body policy says: up to Keep bytes into the Response,
+// and a longer body whole to where Spill says (or no further). A body shorter than its
+// Content-Length is cut short, whether kept or spilled. describe turns a read error into what
+// the engine reports.
 func (a reply) read(o *retry.Outgoing, describe func(error) error) (*retry.Response, error) {
 	if o.Spec.Method == http.MethodHead {
 		_, _ = io.CopyN(io.Discard, a.body, maxDrain)
 		return retry.NewResponse(a.status, a.statusText, a.proto, a.header, nil), nil
 	}
-	limit := int64(MaxErrorBody)
-	if a.status >= 200 && a.status < 300 {
-		limit = StreamAfter
+	policy := o.Body
+	if policy == nil {
+		policy = retry.DefaultBody{}
 	}
-	body, err := readBody(a.body, a.contentLength, limit)
+	keep := policy.Keep(a.status)
+	body, err := readBody(a.body, a.contentLength, keep)
 	if err != nil {
 		return nil, fmt.Errorf("%d answer cut short: %w", a.status, describe(err))
 	}
-	if int64(len(body)) <= limit {
+	if int64(len(body)) <= keep {
 		return retry.NewResponse(a.status, a.statusText, a.proto, a.header, body), nil
 	}
-	if limit == MaxErrorBody || o.Stream == nil {
-		// Too large to keep: keep the first part, drop the rest.
-		r := retry.NewResponse(a.status, a.statusText, a.proto, a.header, body[:limit])
+	// Longer than what is kept: the policy says where the whole body goes.
+	r := retry.NewResponse(a.status, a.statusText, a.proto, a.header, body[:keep])
+	out, err := policy.Spill(r)
+	var tooLarge *retry.BodyTooLargeError
+	switch {
+	case errors.As(err, &tooLarge):
+		return r, err
+	case err != nil:
+		return r, &retry.StreamWriteError{Err: err}
+	case out == nil:
 		r.Truncated = true
 		_, _ = io.CopyN(io.Discard, a.body, maxDrain)
 		return r, nil
-	}
-	// A large 2xx body: stream it out as it arrives.
-	r := retry.NewResponse(a.status, a.statusText, a.proto, a.header, nil)
-	out, err := o.Stream(r)
-	if err != nil {
-		return r, &retry.StreamWriteError{Err: err}
 	}
 	n, werr := out.Write(body)
 	r.Streamed = int64(n)
@@ -70,6 +68,8 @@ func (a reply) read(o *retry.Outgoing, describe func(error) error) (*retry.Respo
 		return r, &retry.StreamWriteError{Err: werr}
 	case err != nil:
 		r.StreamErr = describe(err)
+	case a.contentLength >= 0 && r.Streamed < a.contentLength:
+		r.StreamErr = fmt.Errorf("%d of the %d bytes announced came: %w", r.Streamed, a.contentLength, io.ErrUnexpectedEOF)
 	}
 	return r, nil
 }
@@ -81,7 +81,11 @@ func readBody(body io.Reader, length, limit int64) ([]byte, error) {
 		_, err := io.ReadFull(body, b)
 		return b, err
 	}
-	return io.ReadAll(io.LimitReader(body, limit+1))
+	b, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err == nil && length > int64(len(b)) && int64(len(b)) <= limit {
+		err = io.ErrUnexpectedEOF
+	}
+	return b, err
 }
 
 // writerOnly records the writer's own error, to tell it from the body's read error in io.Copy.

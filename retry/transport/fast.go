@@ -34,12 +34,14 @@ type FastClient struct {
 	mu     sync.Mutex
 	conns  map[*trackedConn]struct{}
 	closed bool
+	// stale holds the local addresses of connections closed stale, until their Send reads them.
+	stale map[string]bool
 }
 
 // NewFastClient returns a client for base's origin (http or https) that opens up to maxConns
 // connections; it stops when ctx is done.
 func NewFastClient(ctx context.Context, base *url.URL, maxConns int) *FastClient {
-	f := &FastClient{scheme: base.Scheme, host: base.Host, done: ctx.Done(), conns: map[*trackedConn]struct{}{}}
+	f := &FastClient{scheme: base.Scheme, host: base.Host, done: ctx.Done(), conns: map[*trackedConn]struct{}{}, stale: map[string]bool{}}
 	f.hc = &fasthttp.HostClient{
 		Addr:                     hostPort(base),
 		IsTLS:                    base.Scheme == "https",
@@ -49,17 +51,17 @@ func NewFastClient(ctx context.Context, base *url.URL, maxConns int) *FastClient
 		NoDefaultUserAgentHeader: true,
 		DisablePathNormalizing:   true,
 		StreamResponseBody:       true,
-		// A response's headers must fit in the read buffer; fasthttp's 4 KiB is less than some
-		// APIs send (cookies, policies). net/http takes up to 10 MiB; 64 KiB covers what we have
-		// seen, at 64 KiB a connection.
-		ReadBufferSize: 64 << 10,
+		// A response's headers must fit in the read buffer: retry.MaxHeaderBytes, as on net/http
+		// (fasthttp's own 4 KiB is less than some APIs send: cookies, policies).
+		ReadBufferSize: retry.MaxHeaderBytes,
 		// fasthttp's errors may quote the answer's raw headers, cookies included; a brellium
 		// error line never holds a secret.
 		SecureErrorLogMessage: true,
 		// The engine alone repeats calls, so that every request the server sees is an attempt
-		// the user sees: fasthttp sends each request once. To keep a server's closing of an idle
-		// connection from costing an attempt, idle connections are dropped after 4 s, under the
-		// shortest idle timeout common among servers (Node.js: 5 s).
+		// the user sees: fasthttp sends each request once. A request on a reused connection that
+		// the server had closed comes back as a retry.StaleConnectionError, which the engine
+		// sends again at once; idle connections are dropped after 4 s, under the shortest idle
+		// timeout common among servers (Node.js: 5 s), so that it seldom happens.
 		MaxIdemponentCallAttempts: 1,
 		RetryIfErr:                func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
 		MaxIdleConnDuration:       4 * time.Second,
@@ -135,22 +137,61 @@ func (f *FastClient) closeAll() {
 }
 
 // trackedConn leaves the client's set when it closes.
+// It also tells whether it was closed as a stale connection: reused for a request after an
+// earlier one, then failed before any byte of the answer came. fasthttp uses a connection for
+// one request at a time, so the counters need no lock.
 type trackedConn struct {
 	net.Conn
 	f    *FastClient
 	once sync.Once
+	// requests counts the requests begun on the connection; answered says that a byte of the
+	// current one's answer came.
+	requests int
+	answered bool
 }
 
 // Handshake tells fasthttp that the connection needs no TLS handshake of its own: dial made it.
 func (c *trackedConn) Handshake() error { return nil }
 
+func (c *trackedConn) Write(p []byte) (int, error) {
+	if c.requests == 0 || c.answered {
+		c.requests++
+		c.answered = false
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *trackedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.answered = true
+	}
+	return n, err
+}
+
 func (c *trackedConn) Close() error {
 	c.once.Do(func() {
 		c.f.mu.Lock()
 		delete(c.f.conns, c)
+		if c.requests > 1 && !c.answered {
+			c.f.stale[c.LocalAddr().String()] = true
+		}
 		c.f.mu.Unlock()
 	})
 	return c.Conn.Close()
+}
+
+// takeStale reports whether the connection at local address addr was closed stale, and forgets
+// it.
+func (f *FastClient) takeStale(addr net.Addr) bool {
+	if addr == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	stale := f.stale[addr.String()]
+	delete(f.stale, addr.String())
+	return stale
 }
 
 // Send makes one attempt. sent is false only when no connection was made; a connection that
@@ -194,6 +235,11 @@ func (f *FastClient) Send(ctx context.Context, o *retry.Outgoing) (resp *retry.R
 	if err != nil {
 		var de *dialError
 		sent := !errors.As(err, &de) && !errors.Is(err, fasthttp.ErrNoFreeConns)
+		if sent && f.takeStale(fr.LocalAddr()) && ctx.Err() == nil {
+			// The server closes idle connections: the others in the pool are suspect too.
+			f.hc.CloseIdleConnections()
+			return nil, true, &retry.StaleConnectionError{Err: err}
+		}
 		return nil, sent, f.describe(ctx, err, o.Timeout)
 	}
 	defer fr.CloseBodyStream()
@@ -237,6 +283,10 @@ func (f *FastClient) describe(ctx context.Context, err error, timeout time.Durat
 	var de *dialError
 	if errors.As(err, &de) {
 		return de.err
+	}
+	var small *fasthttp.ErrSmallBuffer
+	if errors.As(err, &small) {
+		return &retry.HeadersTooLargeError{Err: err}
 	}
 	return err
 }

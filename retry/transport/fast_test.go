@@ -293,7 +293,7 @@ func TestFastClientStopsWithItsContext(t *testing.T) {
 // Bodies of every framing: chunked, HEAD, a 2xx too large to keep (cut), large headers, and a
 // body that ends when the server closes the connection.
 func TestFastClientBodies(t *testing.T) {
-	big := strings.Repeat("x", StreamAfter+10)
+	big := strings.Repeat("x", retry.DefaultKeep+10)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		switch r.URL.Path {
@@ -336,7 +336,7 @@ func TestFastClientBodies(t *testing.T) {
 	if r := get("HEAD", "/small"); len(r.Body) != 0 || r.Header.Get("Content-Length") != "7" {
 		t.Errorf("HEAD: %q %v", r.Body, r.Header)
 	}
-	if r := get("GET", "/big"); len(r.Body) != StreamAfter || !r.Truncated {
+	if r := get("GET", "/big"); len(r.Body) != retry.DefaultKeep || !r.Truncated {
 		t.Errorf("big: %d bytes, truncated %v", len(r.Body), r.Truncated)
 	}
 	if r := get("GET", "/small"); string(r.Body) != `{"a":1}` {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +40,7 @@ func NewTransport() *http.Transport {
 		return &countingConn{Conn: c}, nil
 	}
 	t.MaxIdleConnsPerHost = 256
+	t.MaxResponseHeaderBytes = retry.MaxHeaderBytes
 	return t
 }
 
@@ -119,7 +121,10 @@ func describeError(err error, actx context.Context, timeout time.Duration) error
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return ue.Err
+		err = ue.Err
+	}
+	if strings.Contains(err.Error(), "server response headers exceeded") {
+		return &retry.HeadersTooLargeError{Err: err}
 	}
 	return err
 }

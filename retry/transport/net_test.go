@@ -83,30 +83,46 @@ func (zeros) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// spill is a body policy with the default limits that spills to a writer: open is called on
+// each Spill.
+type spill struct {
+	open     func() (io.Writer, error)
+	restarts bool
+}
+
+func (spill) Keep(status int) int64                      { return retry.DefaultBody{}.Keep(status) }
+func (s spill) Spill(*retry.Response) (io.Writer, error) { return s.open() }
+func (s spill) Restarts() bool                           { return s.restarts }
+
+func spillTo(w io.Writer) spill { return spill{open: func() (io.Writer, error) { return w, nil }} }
+
 // Bodies are kept whole up to their limit (4 MiB for an error, 8 MiB for a 2xx), cut past it,
-// and a 2xx over its limit is streamed when the policy takes streams.
+// and a final answer over its limit, whatever its status, is spilled whole when the policy takes
+// spills; the body of an answer that will be repeated is not.
 func TestBodyLimits(t *testing.T) {
+	const keep, keepErr = retry.DefaultKeep, retry.DefaultKeepError
 	cases := []struct {
 		status, size int
-		stream       bool
+		spill        bool
 		wantKept     int
 		wantCut      bool
-		wantStreamed int
+		wantSpilled  int
 	}{
 		{200, 5 << 20, false, 5 << 20, false, 0},
-		{200, StreamAfter, false, StreamAfter, false, 0},
-		{200, StreamAfter + 1, false, StreamAfter, true, 0},
-		{299, StreamAfter + 10, true, 0, false, StreamAfter + 10},
-		{300, 5 << 20, false, MaxErrorBody, true, 0},
-		{404, MaxErrorBody, false, MaxErrorBody, false, 0},
-		{404, 5 << 20, true, MaxErrorBody, true, 0},
+		{200, keep, false, keep, false, 0},
+		{200, keep + 1, false, keep, true, 0},
+		{299, keep + 10, true, keep, false, keep + 10},
+		{300, 5 << 20, false, keepErr, true, 0},
+		{404, keepErr, false, keepErr, false, 0},
+		{404, 5 << 20, true, keepErr, false, 5 << 20},
+		{503, 5 << 20, true, keepErr, true, 0}, // repeated: nothing spilled, and the retry's 503 is the same
 	}
 	for _, c := range cases {
 		var out bytes.Buffer
 		p := retry.DefaultPolicy()
-		p.Retries = 0
-		if c.stream {
-			p.Stream = func(*retry.Response) (io.Writer, error) { return &out, nil }
+		p.Retries = 1
+		if c.spill {
+			p.Body = spillTo(&out)
 		}
 		e := &retry.Engine{Sender: Net{Transport: bigAnswer(c.status, c.size)}, Clock: rt.NewFakeClock(), Rand: rt.FixedRand}
 		res, _ := e.Do(context.Background(), rt.Spec(t, nil, "GET", "/v2/audits/a", "", false, ""), p)
@@ -114,19 +130,26 @@ func TestBodyLimits(t *testing.T) {
 			t.Fatalf("%d of %d bytes: no response", c.status, c.size)
 		}
 		r := res.Response
-		if len(r.Body) != c.wantKept || r.Truncated != c.wantCut || int(r.Streamed) != c.wantStreamed || out.Len() != c.wantStreamed {
-			t.Errorf("%d of %d bytes (stream %v): kept %d cut %v streamed %d (%d out); want %d %v %d",
-				c.status, c.size, c.stream, len(r.Body), r.Truncated, r.Streamed, out.Len(), c.wantKept, c.wantCut, c.wantStreamed)
+		wantSpilled := c.wantSpilled
+		if c.status == 503 {
+			wantSpilled = c.size // the last attempt's 503 is final: no retry is left
+		}
+		if len(r.Body) != c.wantKept || int(r.Streamed) != wantSpilled || out.Len() != wantSpilled {
+			t.Errorf("%d of %d bytes (spill %v): kept %d cut %v spilled %d (%d out); want %d %v %d",
+				c.status, c.size, c.spill, len(r.Body), r.Truncated, r.Streamed, out.Len(), c.wantKept, c.wantCut, wantSpilled)
+		}
+		if c.status != 503 && r.Truncated != c.wantCut {
+			t.Errorf("%d of %d bytes: truncated %v, want %v", c.status, c.size, r.Truncated, c.wantCut)
 		}
 	}
 }
 
-// A failure to write a streamed body ends the call: it ran, and it is not repeated.
+// A failure to open or write the spill target ends the call: it ran, and it is not repeated.
 func TestStreamWriteFailureEndsTheCall(t *testing.T) {
 	for _, failAt := range []string{"open", "first write", "later write"} {
 		p := retry.DefaultPolicy()
 		writes := 0
-		p.Stream = func(*retry.Response) (io.Writer, error) {
+		p.Body = spill{open: func() (io.Writer, error) {
 			if failAt == "open" {
 				return nil, errors.New("disk full")
 			}
@@ -137,9 +160,9 @@ func TestStreamWriteFailureEndsTheCall(t *testing.T) {
 				}
 				return len(b), nil
 			}), nil
-		}
+		}}
 		var sent atomic.Int32
-		big := bigAnswer(200, StreamAfter+(1<<20))
+		big := bigAnswer(200, retry.DefaultKeep+(1<<20))
 		tr := roundTrip(func(req *http.Request) (*http.Response, error) { sent.Add(1); return big(req) })
 		e := &retry.Engine{Sender: Net{Transport: tr}, Clock: rt.NewFakeClock(), Rand: rt.FixedRand}
 		res, err := e.Do(context.Background(), rt.Spec(t, nil, "GET", "/v2/audits/a", "", false, ""), p)

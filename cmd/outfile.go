@@ -1,0 +1,104 @@
+package cmd
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/brellium/brellium/output"
+	"github.com/brellium/brellium/retry"
+)
+
+// outFile is -o FILE of a single call: the body goes to a temporary file beside FILE, which
+// replaces FILE only when a 2xx body has arrived whole. Any other ending leaves FILE as it was.
+// The temporary file is created with mode 0666 less the umask, as curl creates its output.
+type outFile struct {
+	path string
+	tmp  *os.File
+}
+
+// createOutFile makes the temporary file beside path, before anything is sent, so a bad path
+// never costs a request.
+func createOutFile(path string) (*outFile, error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	for i := 0; ; i++ {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		name := filepath.Join(dir, "."+base+".brellium-"+hex.EncodeToString(b[:]))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if errors.Is(err, os.ErrExist) && i < 10 {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &outFile{path: path, tmp: f}, nil
+	}
+}
+
+// Write writes to the temporary file.
+func (o *outFile) Write(p []byte) (int, error) { return o.tmp.Write(p) }
+
+// restart empties the temporary file for another attempt's body.
+func (o *outFile) restart() error {
+	if err := o.tmp.Truncate(0); err != nil {
+		return err
+	}
+	_, err := o.tmp.Seek(0, io.SeekStart)
+	return err
+}
+
+// commit puts the temporary file in FILE's place.
+func (o *outFile) commit() error {
+	if err := o.tmp.Sync(); err != nil {
+		return err
+	}
+	if err := o.tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(o.tmp.Name(), o.path)
+}
+
+// discard removes the temporary file; after commit it does nothing.
+func (o *outFile) discard() {
+	_ = o.tmp.Close()
+	_ = os.Remove(o.tmp.Name())
+}
+
+// callBody is where the body of a single call goes: stdout, or -o FILE (2xx bodies only). A
+// body too large to keep is spilled there as it arrives, after the head for -i.
+type callBody struct {
+	out     io.Writer
+	file    *outFile // nil: stdout
+	include bool
+	spilled bool
+}
+
+func (b *callBody) Keep(status int) int64 { return retry.DefaultBody{}.Keep(status) }
+
+// Restarts is true for -o FILE: the temporary file can start over.
+func (b *callBody) Restarts() bool { return b.file != nil }
+
+func (b *callBody) Spill(r *retry.Response) (io.Writer, error) {
+	if b.file != nil {
+		if r.Status < 200 || r.Status > 299 {
+			return nil, nil // an error body does not replace the file
+		}
+		if err := b.file.restart(); err != nil {
+			return nil, err
+		}
+	}
+	b.spilled = true
+	if b.include {
+		if err := output.WriteHead(b.out, r); err != nil {
+			return nil, err
+		}
+	}
+	return b.out, nil
+}
