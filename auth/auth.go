@@ -82,10 +82,19 @@ func parseMinted(spec *request.Spec, r *retry.Response) (Minted, error) {
 		AccessToken string  `json:"access_token"`
 		ExpiresIn   float64 `json:"expires_in"`
 	}
-	if json.Unmarshal(r.Body, &tok) != nil || tok.AccessToken == "" || tok.ExpiresIn <= 0 {
+	if json.Unmarshal(r.Body, &tok) != nil || tok.AccessToken == "" || !(tok.ExpiresIn > 0) {
 		return Minted{}, &retry.AuthError{Failure: retry.Failure{Method: spec.Method, Path: spec.Path(),
 			Status: r.Status, RequestID: r.RequestID,
 			Reason: "the token endpoint's answer has no access_token and expires_in"}}
+	}
+	if !request.ValidHeaderValue(tok.AccessToken) {
+		return Minted{}, &retry.AuthError{Failure: retry.Failure{Method: spec.Method, Path: spec.Path(),
+			Status: r.Status, RequestID: r.RequestID,
+			Reason: "the token endpoint's access_token holds a line break or another control character, which no header can carry"}}
+	}
+	// A life past MaxTokenLife (1e300 seconds, say) is cut there.
+	if tok.ExpiresIn > MaxTokenLife.Seconds() {
+		tok.ExpiresIn = MaxTokenLife.Seconds()
 	}
 	return Minted{AccessToken: tok.AccessToken, ExpiresIn: time.Duration(tok.ExpiresIn * float64(time.Second))}, nil
 }

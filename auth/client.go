@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -15,8 +16,15 @@ import (
 	"github.com/brellium/brellium/internal/safefile"
 )
 
-// TokenMargin is how long before its expiry a cached token stops being used.
+// TokenMargin is how long before its expiry a cached token stops being used, at most: a token
+// that lives less than twice as long is used for the first half of its life.
 const TokenMargin = 60 * time.Second
+
+// MaxTokenLife caps the life a token endpoint may give a token: past it, brellium mints anew.
+const MaxTokenLife = 30 * 24 * time.Hour
+
+// maxCacheFile caps how much of a token cache file is read.
+const maxCacheFile = 64 << 10
 
 // Minted is a token fresh from the token endpoint.
 type Minted struct {
@@ -31,8 +39,18 @@ type Minter func(ctx context.Context) (Minted, error)
 type cachedToken struct {
 	AccessToken string    `json:"access_token"`
 	ExpiresAt   time.Time `json:"expires_at"`
-	BaseURL     string    `json:"base_url"`
-	ClientID    string    `json:"client_id"`
+	// MintedAt is when the token was minted; the zero time (older caches) counts as long ago.
+	MintedAt time.Time `json:"minted_at,omitzero"`
+	BaseURL  string    `json:"base_url"`
+	ClientID string    `json:"client_id"`
+}
+
+// margin is how long before its expiry the token stops being used.
+func (t *cachedToken) margin() time.Duration {
+	if t.MintedAt.IsZero() {
+		return TokenMargin
+	}
+	return min(TokenMargin, t.ExpiresAt.Sub(t.MintedAt)/2)
 }
 
 // ClientCredentials is a retry.Authorizer that mints tokens from a client id and secret, caches
@@ -48,6 +66,9 @@ type ClientCredentials struct {
 	Mint     Minter
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// OnToken, when set, hears every token read from the cache or minted, so that it can be
+	// kept out of every output.
+	OnToken func(token string)
 
 	mu      sync.Mutex
 	current *cachedToken
@@ -105,7 +126,16 @@ func (c *ClientCredentials) Token(ctx context.Context) (string, error) {
 }
 
 func (c *ClientCredentials) valid(t *cachedToken) bool {
-	return t != nil && t.AccessToken != "" && c.now().Add(TokenMargin).Before(t.ExpiresAt)
+	return t != nil && t.AccessToken != "" && c.now().Add(t.margin()).Before(t.ExpiresAt)
+}
+
+// use makes t the current token, and tells OnToken.
+func (c *ClientCredentials) use(t *cachedToken) *cachedToken {
+	c.current = t
+	if c.OnToken != nil {
+		c.OnToken(t.AccessToken)
+	}
+	return t
 }
 
 // get returns the cached token when it is valid and not the refused one; otherwise it mints
@@ -114,8 +144,7 @@ func (c *ClientCredentials) get(ctx context.Context, refused string) (*cachedTok
 	path := c.CachePath()
 	usable := func(t *cachedToken) bool { return c.valid(t) && t.AccessToken != refused }
 	if t := c.read(path); usable(t) {
-		c.current = t
-		return t, nil
+		return c.use(t), nil
 	}
 	if err := safefile.EnsureDir(filepath.Dir(path)); err != nil {
 		return nil, err
@@ -130,29 +159,34 @@ func (c *ClientCredentials) get(ctx context.Context, refused string) (*cachedTok
 	defer lock.Close()
 	// Another process may have minted while this one waited.
 	if t := c.read(path); usable(t) {
-		c.current = t
-		return t, nil
+		return c.use(t), nil
 	}
 	m, err := c.Mint(ctx)
 	if err != nil {
 		return nil, err
 	}
-	t := &cachedToken{AccessToken: m.AccessToken, ExpiresAt: c.now().Add(m.ExpiresIn), BaseURL: c.Origin, ClientID: c.ClientID}
+	if c.OnToken != nil {
+		c.OnToken(m.AccessToken)
+	}
+	now := c.now()
+	life := min(max(m.ExpiresIn, time.Second), MaxTokenLife)
+	t := &cachedToken{AccessToken: m.AccessToken, ExpiresAt: now.Add(life), MintedAt: now, BaseURL: c.Origin, ClientID: c.ClientID}
 	b, _ := json.Marshal(t)
 	if err := safefile.WriteAtomic(path, b); err != nil {
 		return nil, fmt.Errorf("writing the token cache: %w", err)
 	}
-	c.current = t
-	return t, nil
+	return c.use(t), nil
 }
 
 // read returns the cached token, or nil when the file is missing, damaged, not this user's, open
 // to others, or for another origin or client: such a file is never trusted.
 func (c *ClientCredentials) read(path string) *cachedToken {
-	if !safefile.Private(path) {
+	f, err := safefile.OpenPrivate(path, os.O_RDONLY)
+	if err != nil {
 		return nil
 	}
-	b, err := os.ReadFile(path)
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxCacheFile))
 	if err != nil {
 		return nil
 	}

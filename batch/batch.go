@@ -70,6 +70,8 @@ type Config struct {
 	Written *LineSet
 	// Sink, when set, hears every attempt event, with its line number.
 	Sink retry.Sink
+	// Scrub, when set, takes every secret out of a result line before it is written.
+	Scrub func(line []byte) []byte
 	// Counts, when set, counts the lines by outcome as they are written (its Err is the
 	// batch's outcome); OnLine, when set, is called once each result line is written.
 	Counts *Counts
@@ -489,7 +491,11 @@ func (b *run) write(results <-chan *result) error {
 		for _, r := range group {
 			line = append(r.appendJSON(line[:0]), '\n')
 			if werr == nil && !(r.earlier && b.cfg.Written.Has(r.Line)) {
-				if _, err := w.Write(line); err != nil {
+				out := line
+				if b.cfg.Scrub != nil {
+					out = b.cfg.Scrub(line)
+				}
+				if _, err := w.Write(out); err != nil {
 					werr = err
 				}
 			}

@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -50,10 +49,14 @@ func authSource(f *Factory, g *GlobalOptions) (token string, cc *auth.ClientCred
 	if err != nil {
 		return "", nil, err
 	}
-	if t := strings.TrimSpace(f.env("BRELLIUM_ACCESS_TOKEN")); t != "" {
+	t, err := accessToken(f)
+	if err != nil {
+		return "", nil, err
+	}
+	if t != "" {
 		return t, nil, request.CheckCredentialsTransport(base)
 	}
-	logger := output.NewLogger(f.IOStreams, output.LogOptions{Format: "text", Silent: true})
+	logger := output.NewLogger(f.IOStreams, output.LogOptions{Format: "text", Silent: true, Secrets: f.Secrets()})
 	cc, err = clientCredentials(f, base, logger, transport.Net{Transport: f.transport()})
 	return "", cc, err
 }

@@ -229,7 +229,7 @@ func runBatch(ctx context.Context, f *Factory, g *GlobalOptions, o *BatchOptions
 		Input: in, Out: out, Journal: journal, Concurrency: o.Concurrency, Shard: o.shard,
 		Base: sess.base, Headers: o.Headers, Idempotent: o.Idempotent, AutoKey: o.IdempotencyKey == "auto",
 		Engine: sess.engine, Policy: sess.policy, Drain: o.Drain, Counts: batch.NewCounts(in.Total),
-		BodiesDir: o.Bodies, MaxBody: o.maxBody, Written: written,
+		BodiesDir: o.Bodies, MaxBody: o.maxBody, Written: written, Scrub: f.Secrets().ScrubBytes,
 	}
 	if fast && direct(sess.base) {
 		// The fast client belongs to the batch's work: a block or the end of the drain closes

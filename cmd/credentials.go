@@ -51,7 +51,9 @@ func clientCredentials(f *Factory, base *url.URL, logger retry.Sink, sender retr
 		Sender: sender, Clock: f.Clock, Rand: f.Rand, Sink: logger, UserAgent: "brellium/" + Version,
 		Limiter: limit.NewBucket(auth.TokenRate, auth.TokenBurst, f.Clock),
 	}
-	return auth.NewClientCredentials(auth.Config{Base: base, ClientID: id, Secret: secret, CacheDir: dir, Engine: engine, Now: clock.Now}), nil
+	cc := auth.NewClientCredentials(auth.Config{Base: base, ClientID: id, Secret: secret, CacheDir: dir, Engine: engine, Now: clock.Now})
+	cc.OnToken = f.Secrets().Add // a minted token is scrubbed from everything printed
+	return cc, nil
 }
 
 // credentials picks the Authorization source: BRELLIUM_ACCESS_TOKEN as is, else the user's own
@@ -86,4 +88,14 @@ func hasHeader(headers []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// accessToken is BRELLIUM_ACCESS_TOKEN, refused when a header could not carry it (never quoting
+// it).
+func accessToken(f *Factory) (string, error) {
+	t := strings.TrimSpace(f.env("BRELLIUM_ACCESS_TOKEN"))
+	if !request.ValidHeaderValue(t) {
+		return "", request.Usagef("BRELLIUM_ACCESS_TOKEN holds a line break or another control character, which no header can carry: set it to the token alone")
+	}
+	return t, nil
 }

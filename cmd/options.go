@@ -52,7 +52,7 @@ func (g *GlobalOptions) resolve(c *cobra.Command, f *Factory) error {
 			return nil
 		}
 		if err := set(v); err != nil {
-			return request.Usagef("%s=%q: %v", env, v, err)
+			return request.Usagef("%s=%q: %v", env, request.RedactURL(v), err)
 		}
 		return nil
 	}
@@ -65,6 +65,7 @@ func (g *GlobalOptions) resolve(c *cobra.Command, f *Factory) error {
 	if err != nil {
 		return err
 	}
+	f.Secrets().Add(request.URLPassword(g.Limiter))
 	if !fl.Changed("color") && f.env("NO_COLOR") != "" {
 		g.Color = "never"
 	}
@@ -84,7 +85,7 @@ func validLimiter(v string) error {
 	case strings.HasPrefix(v, "redis://"):
 		return nil
 	}
-	return request.Usagef("invalid --limiter %q: want local, process, off or redis://HOST:PORT/DB", v)
+	return request.Usagef("invalid --limiter %q: want local, process, off or redis://HOST:PORT/DB", request.RedactURL(v))
 }
 
 func firstError(errs ...error) error {

@@ -133,7 +133,7 @@ func newLogger(f *Factory, g *GlobalOptions, o *RequestOptions) (*output.Logger,
 	if err := f.IOStreams.SetColorMode(g.Color, false); err != nil {
 		return nil, request.Usagef("%v", err)
 	}
-	return output.NewLogger(f.IOStreams, output.LogOptions{Format: o.LogFormat, Silent: o.Silent, Verbose: o.Verbose}), nil
+	return output.NewLogger(f.IOStreams, output.LogOptions{Format: o.LogFormat, Silent: o.Silent, Verbose: o.Verbose, Secrets: f.Secrets()}), nil
 }
 
 func runRequest(ctx context.Context, f *Factory, g *GlobalOptions, o *RequestOptions) error {

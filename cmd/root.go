@@ -42,6 +42,16 @@ type Factory struct {
 
 	// args is the command line Run was given, for messages that repeat it.
 	args []string
+	// secrets are the credentials of this run, scrubbed from everything it prints.
+	secrets *output.Secrets
+}
+
+// Secrets returns the run's secrets: every token, client secret and password it knows of.
+func (f *Factory) Secrets() *output.Secrets {
+	if f.secrets == nil {
+		f.secrets = &output.Secrets{}
+	}
+	return f.secrets
 }
 
 func (f *Factory) env(name string) string {
@@ -97,6 +107,10 @@ func Execute(args []string) int {
 // *Interrupted cause ends the command with 130 or 143.
 func Run(ctx context.Context, f *Factory, args []string) int {
 	f.args = args
+	for _, name := range []string{"BRELLIUM_ACCESS_TOKEN", "BRELLIUM_CLIENT_SECRET"} {
+		f.Secrets().Add(strings.TrimSpace(f.env(name)))
+	}
+	f.Secrets().Add(request.URLPassword(f.env("BRELLIUM_LIMITER")))
 	root := NewCmdRoot(f)
 	started := false
 	root.PersistentPreRun = func(*cobra.Command, []string) { started = true }
@@ -114,7 +128,7 @@ func Run(ctx context.Context, f *Factory, args []string) int {
 			// flag): a usage error.
 			err = &request.UsageError{Msg: err.Error()}
 		}
-		fmt.Fprintln(f.IOStreams.ErrOut, "brellium: "+err.Error())
+		fmt.Fprintln(f.IOStreams.ErrOut, f.Secrets().Scrub("brellium: "+output.Inert(err.Error())))
 		if ExitCode(err) == 2 {
 			fmt.Fprintln(f.IOStreams.ErrOut, "Run 'brellium --help' for usage.")
 		}

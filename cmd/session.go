@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/brellium/brellium/emulator"
@@ -42,7 +41,10 @@ func newSession(ctx context.Context, f *Factory, g *GlobalOptions, o *RequestOpt
 		return nil, err
 	}
 	baseRaw := g.BaseURL
-	token := strings.TrimSpace(f.env("BRELLIUM_ACCESS_TOKEN"))
+	token, err := accessToken(f)
+	if err != nil {
+		return nil, err
+	}
 	if o.Emulator {
 		em, err := emulator.Start("127.0.0.1:0", emulator.DefaultConfig())
 		if err != nil {

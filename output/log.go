@@ -23,6 +23,8 @@ type LogOptions struct {
 	Silent bool
 	// Verbose adds request and response headers, Authorization and cookies redacted.
 	Verbose bool
+	// Secrets are scrubbed from every line; nil scrubs nothing.
+	Secrets *Secrets
 }
 
 // Logger writes the attempt events and the final outcome to stderr. It is a retry.Sink and is
@@ -57,7 +59,12 @@ func (l *Logger) Attempt(ev retry.Event) {
 	if l.opts.Verbose {
 		l.writeHeaders(ev)
 	}
-	fmt.Fprintln(l.w, l.attemptLine(ev))
+	l.println(l.attemptLine(ev))
+}
+
+// println writes one line of the text log, scrubbed of secrets.
+func (l *Logger) println(line string) {
+	_, _ = io.WriteString(l.w, l.opts.Secrets.Scrub(line)+"\n")
 }
 
 // Warn writes a warning: "warning: …" in text, {"event":"warning","message":…} in JSON.
@@ -68,7 +75,7 @@ func (l *Logger) Warn(msg string) {
 		l.writeJSON(map[string]string{"event": "warning", "message": msg})
 		return
 	}
-	fmt.Fprintln(l.w, l.pal.Yellow("warning:")+" "+msg)
+	l.println(l.pal.Yellow("warning:") + " " + Inert(msg))
 }
 
 func (l *Logger) attemptLine(ev retry.Event) string {
@@ -77,7 +84,7 @@ func (l *Logger) attemptLine(ev retry.Event) string {
 	if ev.Line > 0 {
 		fmt.Fprintf(&b, "line %d: ", ev.Line)
 	}
-	b.WriteString(p.Bold(ev.Method) + " " + ev.Path + " ")
+	b.WriteString(p.Bold(Inert(ev.Method)) + " " + Inert(ev.Path) + " ")
 	if r := ev.Response; r != nil {
 		status := strconv.Itoa(r.Status)
 		switch {
@@ -90,36 +97,40 @@ func (l *Logger) attemptLine(ev retry.Event) string {
 		}
 		b.WriteString(status)
 		if c := r.Code(); c != "" {
-			b.WriteString(" " + c)
+			b.WriteString(" " + Inert(c))
 		}
 		if rl := r.RateLimit; rl.Present {
 			fmt.Fprintf(&b, " · ratelimit %d/%d reset %ds", rl.Remaining, rl.Limit, rl.Reset)
 		}
 		if r.RequestID != "" {
-			b.WriteString(" · request-id " + r.RequestID)
+			b.WriteString(" · request-id " + Inert(r.RequestID))
 		}
 	} else {
 		sent := "not sent"
 		if ev.Sent {
 			sent = "sent"
 		}
-		b.WriteString(p.Red(errString(ev.Err)) + " (" + sent + ")")
+		b.WriteString(p.Red(Inert(errString(ev.Err))) + " (" + sent + ")")
 	}
 	b.WriteString(" · ")
 	switch ev.Decision {
 	case "retry":
+		if ev.Wait == 0 && ev.WaitSource == "reused connection" {
+			b.WriteString(p.Yellow("sent again at once") + " (" + Inert(ev.Why) + ")")
+			break
+		}
 		b.WriteString(p.Yellow(fmt.Sprintf("retry %d/%d in %s", ev.Retry, ev.Retries, retry.FormatDuration(ev.Wait))))
-		b.WriteString(" (" + ev.WaitSource + ")")
+		b.WriteString(" (" + Inert(ev.WaitSource) + ")")
 	case "done":
 		if ev.Why != "" && ev.Why != "done" {
-			b.WriteString(p.Green("done: " + ev.Why))
+			b.WriteString(p.Green("done: " + Inert(ev.Why)))
 		} else {
 			b.WriteString(p.Green("done in " + retry.FormatDuration(ev.Elapsed)))
 		}
 	case "renew":
 		b.WriteString(p.Yellow("re-minting the token, then repeating once"))
 	default:
-		b.WriteString(p.Red("stop: " + ev.Why))
+		b.WriteString(p.Red("stop: " + Inert(ev.Why)))
 	}
 	return b.String()
 }
@@ -132,14 +143,14 @@ func errString(err error) string {
 }
 
 func (l *Logger) writeHeaders(ev retry.Event) {
-	fmt.Fprintf(l.w, "%s %s %s\n", l.pal.Gray(">"), ev.Method, ev.Path)
+	l.println(l.pal.Gray(">") + " " + Inert(ev.Method) + " " + Inert(ev.Path))
 	for _, line := range headerLines(ev.RequestHeader) {
-		fmt.Fprintf(l.w, "%s %s\n", l.pal.Gray(">"), line)
+		l.println(l.pal.Gray(">") + " " + Inert(line))
 	}
 	if r := ev.Response; r != nil {
-		fmt.Fprintf(l.w, "%s %s %s\n", l.pal.Gray("<"), r.Proto, r.StatusText)
+		l.println(l.pal.Gray("<") + " " + Inert(r.Proto) + " " + Inert(r.StatusText))
 		for _, line := range headerLines(r.Header) {
-			fmt.Fprintf(l.w, "%s %s\n", l.pal.Gray("<"), line)
+			l.println(l.pal.Gray("<") + " " + Inert(line))
 		}
 	}
 }
@@ -282,24 +293,31 @@ func (l *Logger) Done(f Final) {
 	if f.Err == nil {
 		return
 	}
-	fmt.Fprintln(l.w, l.pal.Red("error:")+" "+ErrorLine(f.Err))
+	l.println(l.pal.Red("error:") + " " + ErrorLine(f.Err))
 	if f.Hint != "" {
-		fmt.Fprintln(l.w, "hint: "+f.Hint)
+		l.println("hint: " + Inert(f.Hint))
 	}
 }
 
 // ErrorLine describes a final error in one line: the call, the status, the error code and
-// message, the full request id (users send it to support), and why brellium stopped.
+// message, the full request id (users send it to support), and why brellium stopped. Every
+// server-supplied part is made Inert; the message and reason are cut when very long, the
+// request id only when absurd.
 func ErrorLine(err error) string {
 	var ce retry.CallError
 	if !errors.As(err, &ce) {
-		return err.Error()
+		return Inert(err.Error())
 	}
-	f := ce.Details()
+	f := *ce.Details()
+	f.Method, f.Path = Inert(f.Method), Inert(f.Path)
+	f.Code, f.Message, f.Reason = inertN(f.Code, 256), Inert(f.Message), Inert(f.Reason)
+	if f.Cause != nil {
+		f.Cause = errors.New(Inert(f.Cause.Error()))
+	}
 	var b strings.Builder
 	b.WriteString(f.Summary())
 	if f.RequestID != "" {
-		b.WriteString(" · request-id " + f.RequestID)
+		b.WriteString(" · request-id " + inertN(f.RequestID, 256))
 	}
 	if f.Reason != "" {
 		b.WriteString(" · " + f.Reason)
@@ -312,5 +330,5 @@ func (l *Logger) writeJSON(v any) {
 	if err != nil {
 		return
 	}
-	_, _ = l.w.Write(append(b, '\n'))
+	_, _ = l.w.Write(append(l.opts.Secrets.ScrubBytes(b), '\n'))
 }

@@ -138,3 +138,21 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+func TestRedactURL(t *testing.T) {
+	cases := map[string]string{
+		"redis://:s3cret@127.0.0.1:6379/0": "redis://:***@127.0.0.1:6379/0",
+		"redis://user:s3cret@host:1/2":     "redis://user:***@host:1/2",
+		"redis://127.0.0.1:6379/0":         "redis://127.0.0.1:6379/0",
+		"local":                            "local",
+		"redis://:p%40ss@h/0":              "redis://:***@h/0",
+	}
+	for in, want := range cases {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := URLPassword("redis://:p%40ss@h/0"); got != "p@ss" {
+		t.Errorf("URLPassword = %q", got)
+	}
+}

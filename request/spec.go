@@ -24,6 +24,10 @@ import (
 // bare 403 block, so it is refused before sending.
 const MaxQueryBytes = 2048
 
+// MaxRequestLine is the longest request line (method, path and query, protocol) brellium sends:
+// servers refuse longer ones (the API with a bare 414).
+const MaxRequestLine = 8 << 10
+
 // UsageError is bad input from the user: nothing was sent. It maps to exit code 2.
 type UsageError struct{ Msg string }
 
@@ -95,8 +99,12 @@ func New(base *url.URL, o Options) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	u.RawQuery = EncodeQuery(u.RawQuery)
 	if n := len(u.RawQuery); n > MaxQueryBytes {
 		return nil, Usagef("query string is %d bytes, over the API's limit of %d: the API would block it with a bare 403; send fewer parameters", n, MaxQueryBytes)
+	}
+	if n := len(method) + len(u.RequestURI()) + len("  HTTP/1.1"); n > MaxRequestLine {
+		return nil, Usagef("the request line would be %d bytes, over %d: servers refuse it (the API with a bare 414); shorten the path or query", n, MaxRequestLine)
 	}
 	h := http.Header{}
 	for _, raw := range o.Headers {
@@ -221,8 +229,8 @@ func ParseHeader(raw string) (name, value string, err error) {
 		return "", "", Usagef("invalid header name %q: letters, digits and !#$%%&'*+-.^_`|~ only", name)
 	}
 	value = strings.TrimSpace(value)
-	if strings.ContainsAny(value, "\r\n\x00") {
-		return "", "", Usagef("invalid header %q: the value holds a line break or NUL", name)
+	if !ValidHeaderValue(value) {
+		return "", "", Usagef("invalid header %q: its value holds a line break or another control character", name)
 	}
 	return http.CanonicalHeaderKey(name), value, nil
 }
@@ -318,4 +326,68 @@ func ParseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("invalid size %q: want bytes, or a number with KiB, MiB or GiB (e.g. 8MiB)", s)
 	}
 	return int64(f * mult), nil
+}
+
+// URLPassword returns the password in a URL such as redis://:PASSWORD@host:6379/0, or "".
+func URLPassword(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.User == nil {
+		return ""
+	}
+	p, _ := u.User.Password()
+	return p
+}
+
+// RedactURL shows a URL with its password as ***; text that is not a URL is shown as it is.
+func RedactURL(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.User == nil {
+		return raw
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "***")
+		return strings.Replace(u.String(), "%2A%2A%2A", "***", 1)
+	}
+	return u.String()
+}
+
+// EncodeQuery percent-encodes what a query string may not hold as it is (spaces, quotes, bytes
+// outside ASCII, a % that starts no escape), and keeps the rest, escapes included.
+func EncodeQuery(q string) string {
+	const hex = "0123456789ABCDEF"
+	ok := func(c byte) bool {
+		return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			strings.IndexByte("-._~!$&'()*+,;=:@/?", c) >= 0
+	}
+	isHex := func(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+	escape := func(i int) bool { return q[i] == '%' && i+2 < len(q) && isHex(q[i+1]) && isHex(q[i+2]) }
+	clean := true
+	for i := 0; i < len(q) && clean; i++ {
+		clean = ok(q[i]) || escape(i)
+	}
+	if clean {
+		return q
+	}
+	var b strings.Builder
+	for i := 0; i < len(q); i++ {
+		if c := q[i]; ok(c) || escape(i) {
+			b.WriteByte(c)
+		} else {
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		}
+	}
+	return b.String()
+}
+
+// ValidHeaderValue reports whether v may be sent as a header value: no control character but
+// tab (so no line break, NUL or DEL).
+func ValidHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }

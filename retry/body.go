@@ -110,3 +110,15 @@ func FormatSize(n int64) string {
 	}
 	return fmt.Sprintf("%.1f %s", v, suffix)
 }
+
+// RedirectRefusedError is a redirect that brellium will not follow: it would carry something of
+// the call to another origin. The call stops there.
+type RedirectRefusedError struct {
+	Status   int
+	Location string
+	Why      string
+}
+
+func (e *RedirectRefusedError) Error() string {
+	return fmt.Sprintf("a %d redirect to %s not followed: %s", e.Status, e.Location, e.Why)
+}

@@ -73,9 +73,15 @@ func Decide(a Attempt) Decision {
 	safe := a.Class.Safe
 	r := a.Response
 	if r == nil {
-		var big *HeadersTooLargeError
-		if errors.As(a.Err, &big) {
+		var (
+			big     *HeadersTooLargeError
+			refused *RedirectRefusedError
+		)
+		switch {
+		case errors.As(a.Err, &big):
 			return Decision{Verdict: Stop, Outcome: APIFailure, Ran: true, Why: big.Error() + "; the same request would get the same answer: not repeated"}
+		case errors.As(a.Err, &refused):
+			return Decision{Verdict: Stop, Outcome: APIFailure, Ran: true, Why: refused.Error()}
 		}
 		if !a.Sent {
 			return Decision{Verdict: Again, Why: "no connection made (" + errText(a.Err) + "), nothing was sent"}

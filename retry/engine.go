@@ -169,6 +169,9 @@ type Engine struct {
 // the call was interrupted.
 func (e *Engine) Do(ctx context.Context, spec *request.Spec, p Policy) (*Result, error) {
 	c := e.newCall(spec, p)
+	if d, ok := ctx.Deadline(); ok {
+		c.outer, c.outerLeft = d, time.Until(d)
+	}
 	if p.MaxTime > 0 {
 		// The context's deadline is on the real clock, so that attempts and waits that do not
 		// go through c.clock end too; the engine's own checks use c.clock.
@@ -202,10 +205,20 @@ type call struct {
 	renewed   bool
 	// retries counts the repeats so far.
 	retries int
+	// outer is the deadline of the caller's context, when it has one, and outerLeft the time
+	// it left at the start (both on the real clock, as context deadlines are).
+	outer     time.Time
+	outerLeft time.Duration
 }
 
 // canRenew says that the credential can be re-minted and has not been yet in this call.
 func (c *call) canRenew() bool { return !c.renewed && c.e.Auth != nil && c.e.Auth.Renewable() }
+
+// renewsFor says whether a 401 in r may re-mint: only one from the call's own origin (not one
+// that a followed redirect reached).
+func (c *call) renewsFor(r *Response) bool {
+	return c.canRenew() && (r == nil || r.URL == nil || request.SameOrigin(r.URL, c.spec.URL))
+}
 
 func (e *Engine) newCall(spec *request.Spec, p Policy) *call {
 	c := &call{e: e, spec: spec, p: p, class: spec.Class(),
@@ -285,10 +298,18 @@ func (c *call) end(ev *Event, o Outcome, why string) (*Result, error) {
 // interrupted ends a call stopped by its context: err is the context's error.
 func (c *call) interrupted(err error) (*Result, error) { return c.result("interrupted"), err }
 
-// maxTimeReached is the reason of a call stopped by --max-time.
+// maxTimeReached is the reason of a call stopped by --max-time, or by the time of the call it
+// was made for (a mint for a call with less time left).
 func (c *call) maxTimeReached() string {
+	if !c.outer.IsZero() && (c.p.MaxTime <= 0 || c.outerLeft < c.p.MaxTime) {
+		return fmt.Sprintf("the %s left to the call it was made for ran out", FormatDuration(c.outerLeft))
+	}
 	return fmt.Sprintf("--max-time %s reached", FormatDuration(c.p.MaxTime))
 }
+
+// MaxServerWait caps a wait that the server asks for when the call has no --max-time: a longer
+// one ends the call.
+const MaxServerWait = time.Hour
 
 // maxStaleResends caps the attempts of one call sent again at once after a stale connection.
 const maxStaleResends = 2
@@ -335,7 +356,14 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 				if errors.Is(ctx.Err(), context.Canceled) {
 					return c.interrupted(ctx.Err())
 				}
-				return c.result("no credential: " + err.Error()), err
+				// Whatever kept the credential from coming (the token endpoint failing or out
+				// of time, the cache), the call ends as an auth error.
+				var ae *AuthError
+				if errors.As(err, &ae) {
+					return c.result(err.Error()), err
+				}
+				c.cause = err
+				return c.end(nil, AuthFailure, "no credential: "+err.Error())
 			}
 		}
 		c.attempts++
@@ -396,7 +424,7 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 			c.resp, c.cause = nil, cause
 			ev.Response, ev.Err, ev.Sent = nil, cause, true
 		}
-		canRenew := c.canRenew()
+		canRenew := c.renewsFor(resp)
 		d := Decide(Attempt{Response: resp, Err: cause, Sent: sent || ev.Sent, Class: c.class, Ran: c.ran, CanRenew: canRenew})
 		c.ran = c.ran || d.Ran || (d.Verdict == Stop && d.Outcome == OK)
 
@@ -430,6 +458,11 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 		}
 		c.retries++
 		w := c.wait(c.retries, resp, d.ServerWait)
+		if c.deadline.IsZero() && w.base > MaxServerWait {
+			why := fmt.Sprintf("%s %s exceeds the %s brellium waits without --max-time", w.name, FormatDuration(w.base), FormatDuration(MaxServerWait))
+			ev.Why = d.Why + "; " + why
+			return c.end(ev, Exhausted, why)
+		}
 		if now := c.clock.Now(); !c.deadline.IsZero() && now.Add(w.total).After(c.deadline) {
 			why := fmt.Sprintf("%s %s exceeds the %s left of --max-time", w.name, FormatDuration(w.base), FormatDuration(c.left(now)))
 			if c.left(now) <= 0 {
@@ -497,6 +530,12 @@ func (c *call) send(ctx context.Context, auth string) (resp *Response, sent bool
 			timeout = left
 		}
 	}
+	// A call made for another (a mint for a call with less time left) has that one's cap too.
+	if !c.outer.IsZero() {
+		if left := time.Until(c.outer); timeout <= 0 || left < timeout {
+			timeout = max(left, 0)
+		}
+	}
 	header = c.requestHeader(auth)
 	resp, sent, err = c.e.Sender.Send(ctx, &Outgoing{Spec: c.spec, Header: header, Timeout: timeout,
 		Free: c.free(), FollowRedirects: c.p.FollowRedirects, Body: finalBody{c}})
@@ -519,7 +558,7 @@ func (b finalBody) Restarts() bool        { return b.c.p.bodyPolicy().Restarts()
 
 func (b finalBody) Spill(r *Response) (io.Writer, error) {
 	c := b.c
-	d := Decide(Attempt{Response: r, Sent: true, Class: c.class, Ran: c.ran, CanRenew: c.canRenew()})
+	d := Decide(Attempt{Response: r, Sent: true, Class: c.class, Ran: c.ran, CanRenew: c.renewsFor(r)})
 	if d.Verdict == Renew || (d.Verdict == Again && c.retries < c.maxRetries()) {
 		return nil, nil
 	}

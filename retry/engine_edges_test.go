@@ -258,7 +258,7 @@ func TestRefusalsBeforeAnAttempt(t *testing.T) {
 			e.Limiter = &recordingLimiter{err: errors.New("limiter exploded")}
 		}, "", "limiter exploded"},
 		{"a gate that fails", func(e *Engine) { e.Gate = &recordingGate{err: errors.New("tripped")} }, Exhausted, "circuit breaker: tripped"},
-		{"no credential", func(e *Engine) { e.Auth = failingAuth{} }, "", "no token today"},
+		{"no credential", func(e *Engine) { e.Auth = failingAuth{} }, AuthFailure, "no credential: no token today"},
 	}
 	for _, c := range cases {
 		e := spec()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -91,6 +92,8 @@ type Response struct {
 	Streamed int64
 	// StreamErr is why a streamed body ended early, after Streamed bytes.
 	StreamErr error
+	// URL is where the answer came from when a followed redirect led elsewhere; nil otherwise.
+	URL *url.URL
 }
 
 // NewResponse parses the parts of an answer that the retry policy reads.

@@ -6,6 +6,7 @@ package safefile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,8 +20,11 @@ import (
 // same path.
 type Lock struct{ f *flock.Flock }
 
-// NewLock returns the lock on path (the file is created when first locked).
-func NewLock(path string) *Lock { return &Lock{f: flock.New(path)} }
+// NewLock returns the lock on path (the file is created 0600 when first locked; a symbolic
+// link there is refused).
+func NewLock(path string) *Lock {
+	return &Lock{f: flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR|noFollow), flock.SetPermissions(0o600))}
+}
 
 // Acquire takes the lock, trying every poll until ctx is done; then it returns ctx's error, or a
 // plain error when the lock could not be had.
@@ -60,22 +64,58 @@ func PrivateInfo(fi os.FileInfo) bool {
 	return ownedByMe(fi)
 }
 
-// EnsureDir makes dir a private folder (0700), making its parent too when it is missing (0700),
-// and tightens dir when it is looser. An existing parent is left as it is: it may be a folder
-// the user shares on purpose.
+// EnsureDir makes dir a private folder (0700) of this user, making its parent too when it is
+// missing (0700). An existing dir must be a folder of this user, not a link: it is tightened to
+// 0700 when looser; anything else is refused. An existing parent is left as it is: it may be a
+// folder the user shares on purpose.
 func EnsureDir(dir string) error {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return fmt.Errorf("making the cache folder %s: %w", filepath.Dir(dir), err)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("making the cache folder %s: %w", dir, err)
 	}
-	if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm() != 0o700 {
+	fi, err := os.Lstat(dir)
+	switch {
+	case err != nil:
+		return fmt.Errorf("the cache folder %s: %w", dir, err)
+	case fi.Mode()&os.ModeSymlink != 0:
+		return fmt.Errorf("the cache folder %s is a link: refusing to follow it", dir)
+	case !fi.IsDir():
+		return fmt.Errorf("the cache folder %s is not a folder", dir)
+	case !ownedByMe(fi):
+		return fmt.Errorf("the cache folder %s belongs to another user", dir)
+	}
+	if runtime.GOOS != "windows" && fi.Mode().Perm() != 0o700 {
 		if err := os.Chmod(dir, 0o700); err != nil {
 			return fmt.Errorf("making %s private: %w", dir, err)
 		}
 	}
 	return nil
+}
+
+// OpenPrivate opens a file of this user that no one else can read or write, creating it 0600
+// with os.O_CREATE in flag. A link in its place is refused, and so is a file that is another
+// user's or open to others.
+func OpenPrivate(path string, flag int) (*os.File, error) {
+	if noFollow == 0 {
+		if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			return nil, fmt.Errorf("%s is a link: refusing to follow it", path)
+		}
+	}
+	f, err := os.OpenFile(path, flag|noFollow, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !PrivateInfo(fi) {
+		err = fmt.Errorf("%s is not a private file of this user", path)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // WriteAtomic writes data to path through a private temporary file in the same folder, synced

@@ -20,10 +20,14 @@ import (
 // file lock (github.com/gofrs/flock), so every process on the machine that uses the same file
 // shares one budget: sequential shell calls and parallel workers alike.
 //
-// A missing file starts full; a damaged one starts empty (the safe side: other processes may
-// have just spent the budget). A lock held by a process that died is released by the kernel; a
-// lock that cannot be had within LockWait (a stopped process holds it) is passed over: the
-// limiter then paces this process alone, with an in-process bucket, and reports it to OnWarn.
+// The state is tokens in [0, burst] and the time they were counted, which runs ahead of the
+// clock while waiters have taken tokens still to come (a debt of at most maxDebt). A missing
+// file starts full; a damaged one (anything else) starts empty: the safe side, since other
+// processes may have just spent the budget. The file and its folder must be the user's own
+// and private, and are never reached through a link. A lock held by a process that died is
+// released by the kernel; a lock that cannot be had within LockWait (a stopped process holds
+// it) is passed over: the limiter then paces this process alone, with an in-process bucket,
+// and reports it to OnWarn.
 type FileLimiter struct {
 	path     string
 	rate     float64
@@ -49,10 +53,10 @@ func NewFileLimiter(path string, perSecond float64, burst int, clock retry.Clock
 	if clock == nil {
 		clock = retry.SystemClock{}
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := safefile.EnsureDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("limiter state folder: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := safefile.OpenPrivate(path, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return nil, fmt.Errorf("limiter state: %w", err)
 	}
@@ -67,10 +71,17 @@ func (l *FileLimiter) Close() error {
 	return l.file.Close()
 }
 
-// state is the bucket: tokens (negative while waiters hold future tokens) at time last.
+// state is the bucket: tokens in [0, burst] at time last; a last ahead of the clock is a debt:
+// tokens taken that come only then.
 type state struct {
 	tokens float64
 	last   time.Time
+}
+
+// maxDebt is how far ahead of the clock a state's time may be: the tokens of a full burst and a
+// minute more. A state further ahead is damaged.
+func (l *FileLimiter) maxDebt() time.Duration {
+	return time.Duration(l.burst/l.rate*float64(time.Second)) + time.Minute
 }
 
 // update runs fn on the bucket's state under the file lock and writes back what it returns.
@@ -88,7 +99,7 @@ func (l *FileLimiter) update(ctx context.Context, fn func(s state, now time.Time
 	defer l.lock.Release()
 	now := l.clock.Now()
 	s := l.read(now)
-	// Refill up to the burst.
+	// Refill up to the burst, from the end of any debt.
 	if el := now.Sub(s.last).Seconds(); el > 0 {
 		s.tokens = math.Min(l.burst, s.tokens+el*l.rate)
 		s.last = now
@@ -105,12 +116,12 @@ func (l *FileLimiter) read(now time.Time) state {
 	var tokens float64
 	var nanos int64
 	if _, err := fmt.Sscanf(strings.TrimSpace(string(buf[:n])), "v1 %g %d", &tokens, &nanos); err != nil ||
-		math.IsNaN(tokens) || math.IsInf(tokens, 0) || tokens > l.burst {
+		math.IsNaN(tokens) || tokens < 0 || tokens > l.burst {
 		return state{tokens: 0, last: now} // damaged: start empty
 	}
 	last := time.Unix(0, nanos)
-	if last.After(now) {
-		last = now // a clock that went back
+	if last.After(now.Add(l.maxDebt())) {
+		return state{tokens: 0, last: now} // a debt no waiter could have run up
 	}
 	return state{tokens: tokens, last: last}
 }
@@ -130,16 +141,18 @@ func (l *FileLimiter) Wait(ctx context.Context) error {
 	var wait time.Duration
 	var budgetErr error
 	err := l.update(ctx, func(s state, now time.Time) state {
-		after := s.tokens - 1
-		if after < 0 {
-			wait = time.Duration(-after / l.rate * float64(time.Second))
+		if s.tokens >= 1 {
+			s.tokens--
+			return s
 		}
-		if deadline, ok := ctx.Deadline(); ok && wait > 0 && now.Add(wait).After(deadline) {
+		// Take the next token to come: after any debt, when the part already there is whole.
+		at := s.last.Add(time.Duration((1 - s.tokens) / l.rate * float64(time.Second)))
+		wait = at.Sub(now)
+		if deadline, ok := ctx.Deadline(); ok && at.After(deadline) {
 			budgetErr = &retry.BudgetWaitError{Wait: wait, Left: max(deadline.Sub(now), 0)}
 			return s
 		}
-		s.tokens = after
-		return s
+		return state{tokens: 0, last: at}
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -175,9 +188,13 @@ func (l *FileLimiter) Drain() {
 	})
 }
 
-// Tokens returns the tokens in the shared bucket now.
+// Tokens returns the tokens in the shared bucket now; negative while waiters hold tokens still
+// to come.
 func (l *FileLimiter) Tokens() float64 {
 	var t float64
-	_ = l.update(context.Background(), func(s state, _ time.Time) state { t = s.tokens; return s })
+	_ = l.update(context.Background(), func(s state, now time.Time) state {
+		t = s.tokens - math.Max(0, s.last.Sub(now).Seconds())*l.rate
+		return s
+	})
 	return t
 }

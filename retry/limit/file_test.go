@@ -172,3 +172,107 @@ func TestFileLimiterStateRecord(t *testing.T) {
 		t.Fatalf("state record %q (%d bytes), want %d bytes starting v1 99", b, len(b), stateSize)
 	}
 }
+
+// Crafted or damaged states start the bucket empty: never a wait longer than one refill, never
+// pacing turned off.
+func TestFileLimiterClampsItsState(t *testing.T) {
+	clock := rt.NewFakeClock()
+	for _, rec := range []string{
+		"v1 -1000 %d", "v1 -1e15 %d", "v1 1e300 %d", "v1 101 %d", "v1 NaN %d", "v1 Inf %d", "v1 -Inf %d",
+		fmt.Sprintf("v1 50 %d", clock.Now().Add(10*time.Hour).UnixNano()) + "%.0d",
+	} {
+		path := filepath.Join(t.TempDir(), "s")
+		_ = os.WriteFile(path, []byte(fmt.Sprintf(rec, clock.Now().UnixNano())), 0o600)
+		c := rt.NewFakeClock()
+		c.Set(clock.Now())
+		l, err := NewFileLimiter(path, 5, 100, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Sleeps(); len(got) != 1 || got[0] != 200*time.Millisecond {
+			t.Errorf("state %q: the next token waited %v, want one refill (200ms)", rec, got)
+		}
+		l.Close()
+	}
+}
+
+// The state file and its folder are reached through no link, and must be the user's own: a link
+// planted there is refused (the caller paces the process alone), and its target is untouched.
+func TestFileLimiterRefusesLinks(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	_ = os.WriteFile(victim, []byte("precious"), 0o600)
+
+	limiter := filepath.Join(dir, "limiter")
+	_ = os.Mkdir(limiter, 0o700)
+	state := filepath.Join(limiter, "k.state")
+	_ = os.Symlink(victim, state)
+	if l, err := NewFileLimiter(state, 5, 100, nil); err == nil {
+		l.Close()
+		t.Fatal("a state file that is a link was opened")
+	}
+
+	linked := filepath.Join(dir, "linked")
+	_ = os.Symlink(t.TempDir(), linked)
+	if l, err := NewFileLimiter(filepath.Join(linked, "k.state"), 5, 100, nil); err == nil {
+		l.Close()
+		t.Fatal("a limiter folder that is a link was used")
+	}
+
+	// A link in the lock's place: the update is passed over (pacing this process alone).
+	ok := filepath.Join(dir, "ok")
+	l, err := NewFileLimiter(filepath.Join(ok, "k.state"), 5, 100, rt.NewFakeClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_ = os.Symlink(victim, filepath.Join(ok, "k.state.lock"))
+	var warned error
+	l.OnWarn = func(err error) { warned = err }
+	if err := l.Wait(context.Background()); err != nil || warned == nil {
+		t.Fatalf("Wait with a linked lock: %v, warned %v", err, warned)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious" {
+		t.Fatalf("the link's target was written: %q", b)
+	}
+	// A loose folder of the user's own is made private.
+	loose := filepath.Join(dir, "loose")
+	_ = os.Mkdir(loose, 0o755)
+	_ = os.Chmod(loose, 0o755)
+	l2, err := NewFileLimiter(filepath.Join(loose, "k.state"), 5, 100, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2.Close()
+	if fi, _ := os.Stat(loose); fi.Mode().Perm() != 0o700 {
+		t.Errorf("the limiter folder is %v, want 0700", fi.Mode().Perm())
+	}
+}
+
+// Waiters that take tokens still to come queue one refill apart, across instances.
+func TestFileLimiterQueuesWaiters(t *testing.T) {
+	clock := rt.NewFakeClock()
+	path := filepath.Join(t.TempDir(), "s")
+	a, _ := NewFileLimiter(path, 5, 1, clock)
+	defer a.Close()
+	b, _ := NewFileLimiter(path, 5, 1, frozen{clock})
+	defer b.Close()
+	_ = a.Wait(context.Background()) // the burst of one
+	// b takes the next token, 200ms ahead, and is still waiting for it: the debt stays.
+	_ = b.Wait(context.Background())
+	if got := a.Tokens(); got > -0.99 {
+		t.Fatalf("tokens = %v: a waiter's token was not held", got)
+	}
+	_ = a.Wait(context.Background())
+	if got := clock.Sleeps(); len(got) != 1 || got[0] != 400*time.Millisecond {
+		t.Fatalf("the next waiter slept %v, want 400ms (after the first waiter's token)", got)
+	}
+}
+
+// frozen is a clock whose sleeps pass no time: a waiter still asleep.
+type frozen struct{ *rt.FakeClock }
+
+func (frozen) Sleep(context.Context, time.Duration) error { return nil }

@@ -10,6 +10,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/brellium/brellium/request"
 	"github.com/brellium/brellium/retry"
 )
 
@@ -50,7 +51,7 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 func NewRedisLimiter(ctx context.Context, rawURL, key string, perSecond float64, burst int, clock retry.Clock) (*RedisLimiter, error) {
 	opt, err := redis.ParseURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("--limiter %s: %v", rawURL, err)
+		return nil, fmt.Errorf("--limiter %s: %v", request.RedactURL(rawURL), err)
 	}
 	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 2*time.Second, 2*time.Second, 2*time.Second
 	opt.MaxRetries = 1
@@ -60,7 +61,7 @@ func NewRedisLimiter(ctx context.Context, rawURL, key string, perSecond float64,
 	defer cancel()
 	if err := rdb.Ping(pctx).Err(); err != nil {
 		rdb.Close()
-		return nil, fmt.Errorf("--limiter %s: Redis does not answer: %v", rawURL, err)
+		return nil, fmt.Errorf("--limiter %s: Redis does not answer: %v", request.RedactURL(rawURL), err)
 	}
 	if clock == nil {
 		clock = retry.SystemClock{}

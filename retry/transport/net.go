@@ -69,7 +69,7 @@ func (n Net) Send(ctx context.Context, o *retry.Outgoing) (*retry.Response, bool
 	req.Header = o.Header
 	var hr *http.Response
 	if o.FollowRedirects {
-		hr, err = (&http.Client{Transport: n.transport(), CheckRedirect: redirects(o.Spec)}).Do(req)
+		hr, err = (&http.Client{Transport: n.transport(), CheckRedirect: redirects(o)}).Do(req)
 	} else {
 		// Without -L a 3xx is the answer: the transport alone does the round trip.
 		hr, err = n.transport().RoundTrip(req)
@@ -82,6 +82,9 @@ func (n Net) Send(ctx context.Context, o *retry.Outgoing) (*retry.Response, bool
 	a := reply{status: hr.StatusCode, statusText: hr.Status, proto: hr.Proto, header: hr.Header,
 		contentLength: hr.ContentLength, body: hr.Body}
 	resp, err := a.read(o, describe)
+	if resp != nil && hr.Request != nil && !request.SameOrigin(hr.Request.URL, o.Spec.URL) {
+		resp.URL = hr.Request.URL
+	}
 	return resp, true, err
 }
 
@@ -99,16 +102,34 @@ func (n Net) CloseIdleConnections() {
 	}
 }
 
-// redirects follows up to 10 redirects of a call, dropping its credentials on another origin.
-func redirects(spec *request.Spec) func(*http.Request, []*http.Request) error {
+// redirects follows up to 10 redirects of a call. No hop carries a Referer. A hop to another
+// origin carries none of the call's own headers (credentials, the user's -H, the idempotency
+// key): only Accept and User-Agent; and a redirect that would carry the body to another origin
+// (a 307 or 308) is not followed.
+func redirects(o *retry.Outgoing) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		if len(via) >= 10 {
 			return errors.New("stopped after 10 redirects")
 		}
-		if !request.SameOrigin(req.URL, spec.URL) {
-			req.Header.Del("Authorization")
-			req.Header.Del("Cookie")
+		req.Header.Del("Referer")
+		if request.SameOrigin(req.URL, o.Spec.URL) {
+			return nil
 		}
+		if req.GetBody != nil && req.Method != http.MethodGet && req.Method != http.MethodHead {
+			status := 307
+			if req.Response != nil {
+				status = req.Response.StatusCode
+			}
+			return &retry.RedirectRefusedError{Status: status, Location: req.URL.Redacted(),
+				Why: "it would send the request body to another origin"}
+		}
+		kept := http.Header{}
+		for _, k := range []string{"Accept", "User-Agent"} {
+			if v := req.Header.Values(k); len(v) > 0 {
+				kept[k] = v
+			}
+		}
+		req.Header = kept
 		return nil
 	}
 }
@@ -122,6 +143,10 @@ func describeError(err error, actx context.Context, timeout time.Duration) error
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
+	}
+	var refused *retry.RedirectRefusedError
+	if errors.As(err, &refused) {
+		return refused
 	}
 	if strings.Contains(err.Error(), "server response headers exceeded") {
 		return &retry.HeadersTooLargeError{Err: err}
