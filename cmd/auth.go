@@ -24,7 +24,7 @@ folder (BRELLIUM_CACHE_DIR; folder 0700, file 0600) and reused until a minute be
 expires, by this and every later brellium process.`,
 	}
 	run := func(name, short, example string, fn func(context.Context, *Factory, *GlobalOptions) error) *cobra.Command {
-		return &cobra.Command{
+		sub := &cobra.Command{
 			Use: name, Short: short, Example: example, Args: exactArgs(0, "no arguments"),
 			RunE: func(c *cobra.Command, _ []string) error {
 				if err := g.resolve(c, f); err != nil {
@@ -33,6 +33,8 @@ expires, by this and every later brellium process.`,
 				return fn(c.Context(), f, g)
 			},
 		}
+		g.addFlags(sub, baseFlag)
+		return sub
 	}
 	c.AddCommand(
 		run("token", "Print a valid access token, minting one if needed (for other tools)",
@@ -72,7 +74,7 @@ func runAuthToken(ctx context.Context, f *Factory, g *GlobalOptions) error {
 		}
 	}
 	if token == "" {
-		return errNoCredentials("auth", "token")
+		return errNoCredentials(f, "auth", "token")
 	}
 	_, err = fmt.Fprintln(f.IOStreams.Out, token)
 	return err
@@ -102,7 +104,7 @@ func runAuthStatus(_ context.Context, f *Factory, g *GlobalOptions) error {
 		}
 	default:
 		fmt.Fprintln(w, "source: none")
-		return errNoCredentials("auth", "status")
+		return errNoCredentials(f, "auth", "status")
 	}
 	return nil
 }
@@ -117,7 +119,7 @@ func runAuthLogout(_ context.Context, f *Factory, g *GlobalOptions) error {
 			fmt.Fprintln(f.IOStreams.Out, "nothing cached: BRELLIUM_ACCESS_TOKEN is used as is (unset it to log out)")
 			return nil
 		}
-		return errNoCredentials("auth", "logout")
+		return errNoCredentials(f, "auth", "logout")
 	}
 	removed, err := cc.Logout()
 	if err != nil {

@@ -101,6 +101,7 @@ every line through Go's net/http instead.`,
 	fl.StringVar(&o.Bodies, "bodies", "", "write each line's body to a file in DIR (named after the line) instead of the result line")
 	fl.StringVar(&o.MaxBody, "max-body", o.MaxBody, "without --bodies, the largest body a result line embeds (e.g. 8MiB, 64MiB)")
 	_ = c.MarkFlagDirname("bodies")
+	g.addFlags(c, allGlobal)
 	_ = c.RegisterFlagCompletionFunc("log-format", fixedCompletion("text", "json"))
 	return c
 }

@@ -366,7 +366,6 @@ func (h *harness) batchWithCtx(ctx context.Context, tune func(*BatchOptions), ar
 	var opts *BatchOptions
 	g := &GlobalOptions{}
 	root := &cobra.Command{Use: "brellium", SilenceErrors: true, SilenceUsage: true}
-	g.addFlags(root)
 	root.AddCommand(NewCmdBatch(f, g, func(o *BatchOptions) error { opts = o; return nil }))
 	f.args = append(append([]string{"batch"}, args...), "--limiter", "off")
 	root.SetArgs(f.args)

@@ -23,3 +23,14 @@ func pathCompletion(method string) func(*cobra.Command, []string, string) ([]str
 		return out, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
 	}
 }
+
+// methodThenPath completes METHOD, then the API's paths for it: `request` and `explain`.
+func methodThenPath(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	switch len(args) {
+	case 0:
+		return []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}, cobra.ShellCompDirectiveNoFileComp
+	case 1:
+		return pathCompletion(strings.ToUpper(args[0]))(nil, nil, toComplete)
+	}
+	return nil, cobra.ShellCompDirectiveNoFileComp
+}

@@ -73,12 +73,21 @@ func credentials(f *Factory, base *url.URL, token string, o *RequestOptions, log
 	if cc != nil {
 		return cc, "the token was refused again after one re-mint: check BRELLIUM_CLIENT_ID and BRELLIUM_CLIENT_SECRET", nil
 	}
-	return nil, "", errNoCredentials(o.Method, o.Target)
+	return nil, "", errNoCredentials(f, o.Method, o.Target)
 }
 
-func errNoCredentials(method, path string) error {
-	return &retry.AuthError{Failure: retry.Failure{Method: method, Path: path,
-		Reason: "no credentials: set BRELLIUM_ACCESS_TOKEN, or BRELLIUM_CLIENT_ID and BRELLIUM_CLIENT_SECRET (or try --emulator)"}}
+// errNoCredentials says which credential is missing: the secret or the id of a pair half set,
+// else all of them.
+func errNoCredentials(f *Factory, method, path string) error {
+	id, secret := strings.TrimSpace(f.env("BRELLIUM_CLIENT_ID")) != "", f.env("BRELLIUM_CLIENT_SECRET") != ""
+	why := "no credentials: set BRELLIUM_ACCESS_TOKEN, or BRELLIUM_CLIENT_ID and BRELLIUM_CLIENT_SECRET (or try --emulator)"
+	switch {
+	case id && !secret:
+		why = "BRELLIUM_CLIENT_ID is set but BRELLIUM_CLIENT_SECRET is not: set both to mint a token (or set BRELLIUM_ACCESS_TOKEN)"
+	case secret && !id:
+		why = "BRELLIUM_CLIENT_SECRET is set but BRELLIUM_CLIENT_ID is not: set both to mint a token (or set BRELLIUM_ACCESS_TOKEN)"
+	}
+	return &retry.AuthError{Failure: retry.Failure{Method: method, Path: path, Reason: why}}
 }
 
 func hasHeader(headers []string, name string) bool {

@@ -95,7 +95,7 @@ func runEmulator(ctx context.Context, f *Factory, o *EmulatorOptions) error {
 	defer paceGC(400)()
 	em, err := emulator.Start(o.Addr, o.Config)
 	if err != nil {
-		return request.Usagef("emulator: %v", err)
+		return &request.UsageError{Msg: fmt.Sprintf("emulator: %v", err), NotArgs: true}
 	}
 	fmt.Fprintf(f.IOStreams.Out, "listening on %s\n", em.URL)
 	<-ctx.Done()

@@ -3,10 +3,11 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
-	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -24,7 +25,8 @@ func NewCmdExplain(f *Factory, g *GlobalOptions, runF func(*RequestOptions) erro
 		Example: `  brellium explain POST /v2/users -d '{"email":"a@example.com"}'
   brellium explain POST /v2/documents -d @documents.json
   brellium explain PUT /v1/things/1 --idempotent`,
-		Args: exactArgs(2, "METHOD and PATH"),
+		Args:              exactArgs(2, "METHOD and PATH"),
+		ValidArgsFunction: methodThenPath,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Method, o.Target = strings.ToUpper(args[0]), args[1]
 			if err := prepare(c, f, g, o.check); err != nil {
@@ -45,6 +47,7 @@ func NewCmdExplain(f *Factory, g *GlobalOptions, runF func(*RequestOptions) erro
 	fl.Var(&o.MaxTime, "max-time", "cap on the whole call")
 	fl.Var(&o.BackoffBase, "backoff-base", "full-jitter backoff: the first ceiling")
 	fl.Var(&o.BackoffCap, "backoff-cap", "full-jitter backoff: the largest ceiling")
+	g.addFlags(c, baseFlag)
 	return c
 }
 
@@ -98,7 +101,9 @@ func scenarios(class request.Class) []scenario {
 		scenario{label: "401 with BRELLIUM_ACCESS_TOKEN, or after the re-mint", resp: jsonError(401, "UNAUTHORIZED")},
 		scenario{label: "no connection made (DNS, refused, TLS)", err: errors.New("connection refused")},
 		scenario{label: "sent, then reset, EOF or timeout", err: errors.New("EOF"), sent: true},
-		scenario{label: "any error with x-should-retry: false", resp: jsonError(503, "UNAVAILABLE", "X-Should-Retry", "false")},
+		scenario{label: "429 with x-should-retry: false", resp: jsonError(429, "RATE_LIMITED", "X-Should-Retry", "false")},
+		scenario{label: "503 with x-should-retry: false", resp: jsonError(503, "UNAVAILABLE", "X-Should-Retry", "false")},
+		scenario{label: "404 with x-should-retry: true", resp: jsonError(404, "NOT_FOUND", "X-Should-Retry", "true")},
 	)
 	return list
 }
@@ -128,31 +133,57 @@ func runExplain(f *Factory, g *GlobalOptions, o *RequestOptions) error {
 	if class.Rule != nil && class.Rule.MaxAttempts > 0 {
 		retries = min(retries, class.Rule.MaxAttempts-1)
 	}
-	w := f.IOStreams.Out
-	fmt.Fprintf(w, "%s %s\n", spec.Method, spec.Path())
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s\n", spec.Method, spec.Path())
+	rule := "none (the method decides)"
 	if class.Rule != nil {
-		fmt.Fprintf(w, "endpoint rule: %s\n", class.Rule.Name)
-	} else {
-		fmt.Fprintln(w, "endpoint rule: none (the method decides)")
+		rule = class.Rule.Name
 	}
 	safe := "no"
 	if class.Safe {
 		safe = "yes"
 	}
-	fmt.Fprintf(w, "safe to repeat: %s — %s\n", safe, class.Why)
 	maxTime := "no time cap"
 	if o.MaxTime > 0 {
 		maxTime = "within --max-time " + time.Duration(o.MaxTime).String()
 	}
-	fmt.Fprintf(w, "attempts: at most %d, %s; backoff: full jitter, ceilings from %s up to %s\n\n",
-		retries+1, maxTime, time.Duration(o.BackoffBase), time.Duration(o.BackoffCap))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "when an attempt gets\tbrellium will")
-	for _, s := range scenarios(class) {
-		d := retry.Decide(retry.Attempt{Response: s.resp, Err: s.err, Sent: s.sent, Class: class, Ran: s.ran, CanRenew: s.renew})
-		fmt.Fprintf(tw, "%s\t%s\n", s.label, describeDecision(d))
+	b.WriteString(wrap("endpoint rule: "+rule, "", explainWidth))
+	b.WriteString(wrap("safe to repeat: "+safe+" — "+class.Why, "  ", explainWidth))
+	b.WriteString(wrap(fmt.Sprintf("attempts: at most %d, %s; backoff: full jitter, ceilings from %s up to %s",
+		retries+1, maxTime, time.Duration(o.BackoffBase), time.Duration(o.BackoffCap)), "  ", explainWidth))
+	b.WriteString("\nwhen an attempt gets …\n    → what brellium does\n\n")
+	for _, sc := range scenarios(class) {
+		d := retry.Decide(retry.Attempt{Response: sc.resp, Err: sc.err, Sent: sc.sent, Class: class, Ran: sc.ran, CanRenew: sc.renew})
+		b.WriteString(wrap(sc.label, "  ", explainWidth))
+		b.WriteString(wrap("→ "+describeDecision(d), "      ", explainWidth, "    "))
 	}
-	return tw.Flush()
+	_, err = io.WriteString(f.IOStreams.Out, b.String())
+	return err
+}
+
+// explainWidth is the width explain's text keeps to.
+const explainWidth = 80
+
+// wrap folds text into lines of at most width runes (a longer word stands alone), the first
+// line prefixed by first (default "") and the others by indent.
+func wrap(text, indent string, width int, first ...string) string {
+	lead := ""
+	if len(first) > 0 {
+		lead = first[0]
+	}
+	var b strings.Builder
+	line := lead
+	for _, word := range strings.Fields(text) {
+		if utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) > width && strings.TrimSpace(line) != "" {
+			b.WriteString(line + "\n")
+			line = indent
+		}
+		if strings.TrimSpace(line) != "" {
+			line += " "
+		}
+		line += word
+	}
+	return b.String() + line + "\n"
 }
 
 func describeDecision(d retry.Decision) string {

@@ -19,7 +19,6 @@ func parse(t *testing.T, env map[string]string, build func(*Factory, *GlobalOpti
 	var got *RequestOptions
 	root := &cobra.Command{Use: "brellium", SilenceErrors: true, SilenceUsage: true}
 	root.SetFlagErrorFunc(flagError)
-	g.addFlags(root)
 	root.AddCommand(build(f, g, func(o *RequestOptions) error { got = o; return nil }))
 	root.SetArgs(args)
 	err := root.Execute()

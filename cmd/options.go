@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -8,13 +9,14 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/brellium/brellium/output"
 	"github.com/brellium/brellium/request"
 )
 
 // DefaultBaseURL is the Brellium API's origin.
 const DefaultBaseURL = "https://api.brellium.com"
 
-// GlobalOptions are the settings every command shares, from flags or the environment.
+// GlobalOptions are the settings that several commands share, from flags or the environment.
 type GlobalOptions struct {
 	BaseURL string
 	Rate    float64
@@ -23,15 +25,33 @@ type GlobalOptions struct {
 	Color   string
 }
 
-func (g *GlobalOptions) addFlags(root *cobra.Command) {
-	fl := root.PersistentFlags()
-	fl.StringVar(&g.BaseURL, "base-url", DefaultBaseURL, "API origin (env BRELLIUM_BASE_URL)")
-	fl.Float64Var(&g.Rate, "rate", 5, "client budget: requests per second (env BRELLIUM_RATE)")
-	fl.IntVar(&g.Burst, "burst", 100, "client budget: burst size (env BRELLIUM_BURST)")
-	fl.StringVar(&g.Limiter, "limiter", "local", "budget scope: local|process|off|redis://HOST:PORT/DB (env BRELLIUM_LIMITER)")
-	fl.StringVar(&g.Color, "color", "auto", "colour: auto|always|never (NO_COLOR set means never)")
-	_ = root.RegisterFlagCompletionFunc("limiter", fixedCompletion("local", "process", "off", "redis://127.0.0.1:6379/0"))
-	_ = root.RegisterFlagCompletionFunc("color", fixedCompletion("auto", "always", "never"))
+// The groups of global flags; each command takes those that act on it.
+const (
+	baseFlag   = 1 << iota // --base-url
+	budgetFlag             // --rate, --burst, --limiter
+	colorFlag              // --color
+	allGlobal  = baseFlag | budgetFlag | colorFlag
+)
+
+// maxRate bounds --rate: a million requests a second is far past any API.
+const maxRate = 1e6
+
+// addFlags binds the global flags of the groups in which to c.
+func (g *GlobalOptions) addFlags(c *cobra.Command, which int) {
+	fl := c.Flags()
+	if which&baseFlag != 0 {
+		fl.StringVar(&g.BaseURL, "base-url", DefaultBaseURL, "API origin (env BRELLIUM_BASE_URL)")
+	}
+	if which&budgetFlag != 0 {
+		fl.Float64Var(&g.Rate, "rate", 5, "client budget: requests per second, above 0 and at most 1000000 (env BRELLIUM_RATE)")
+		fl.IntVar(&g.Burst, "burst", 100, "client budget: burst size, at least 1 (env BRELLIUM_BURST)")
+		fl.StringVar(&g.Limiter, "limiter", "local", "budget scope: local|process|off|redis://HOST:PORT/DB (env BRELLIUM_LIMITER)")
+		_ = c.RegisterFlagCompletionFunc("limiter", fixedCompletion("local", "process", "off", "redis://127.0.0.1:6379/0"))
+	}
+	if which&colorFlag != 0 {
+		fl.StringVar(&g.Color, "color", "auto", "colour: auto|always|never (NO_COLOR set means never)")
+		_ = c.RegisterFlagCompletionFunc("color", fixedCompletion("auto", "always", "never"))
+	}
 }
 
 func fixedCompletion(values ...string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
@@ -40,52 +60,71 @@ func fixedCompletion(values ...string) func(*cobra.Command, []string, string) ([
 	}
 }
 
-// resolve fills what no flag set from the environment (flags win) and checks the values.
+// resolve fills what no flag set from the environment (flags win) and checks the values, for the
+// global flags that the command has. An error names the flag or the variable it came from, and
+// the range it wants.
 func (g *GlobalOptions) resolve(c *cobra.Command, f *Factory) error {
 	fl := c.Flags()
+	source := map[string]string{}
+	for _, name := range []string{"base-url", "rate", "burst", "limiter"} {
+		source[name] = "--" + name
+	}
 	fromEnv := func(flag, env string, set func(string) error) error {
-		if fl.Changed(flag) {
+		if fl.Lookup(flag) == nil || fl.Changed(flag) {
 			return nil
 		}
 		v := strings.TrimSpace(f.env(env))
 		if v == "" {
 			return nil
 		}
+		source[flag] = env
 		if err := set(v); err != nil {
-			return request.Usagef("%s=%q: %v", env, request.RedactURL(v), err)
+			return err
 		}
 		return nil
 	}
+	number := func(env, what string, parse func(string) error) func(string) error {
+		return func(v string) error {
+			if parse(v) != nil {
+				return request.Usagef("%s=%q: want %s", env, v, what)
+			}
+			return nil
+		}
+	}
 	err := firstError(
 		fromEnv("base-url", "BRELLIUM_BASE_URL", func(v string) error { g.BaseURL = v; return nil }),
-		fromEnv("rate", "BRELLIUM_RATE", func(v string) (err error) { g.Rate, err = strconv.ParseFloat(v, 64); return }),
-		fromEnv("burst", "BRELLIUM_BURST", func(v string) (err error) { g.Burst, err = strconv.Atoi(v); return }),
+		fromEnv("rate", "BRELLIUM_RATE", number("BRELLIUM_RATE", "requests per second, a number above 0 and at most 1000000",
+			func(v string) (err error) { g.Rate, err = strconv.ParseFloat(v, 64); return })),
+		fromEnv("burst", "BRELLIUM_BURST", number("BRELLIUM_BURST", "a whole number, at least 1",
+			func(v string) (err error) { g.Burst, err = strconv.Atoi(v); return })),
 		fromEnv("limiter", "BRELLIUM_LIMITER", func(v string) error { g.Limiter = v; return nil }),
 	)
 	if err != nil {
 		return err
 	}
 	f.Secrets().Add(request.URLPassword(g.Limiter))
-	if !fl.Changed("color") && f.env("NO_COLOR") != "" {
+	if fl.Lookup("color") != nil && !fl.Changed("color") && f.env("NO_COLOR") != "" {
 		g.Color = "never"
 	}
 	switch {
-	case !(g.Rate > 0) || g.Rate > 1e6:
-		return request.Usagef("invalid --rate %v: want requests per second above 0 (use --limiter off to disable pacing)", g.Rate)
-	case g.Burst < 1:
-		return request.Usagef("invalid --burst %d: want at least 1", g.Burst)
+	case fl.Lookup("rate") != nil && (!(g.Rate > 0) || g.Rate > maxRate):
+		return request.Usagef("invalid %s %v: want requests per second, above 0 and at most 1000000 (--limiter off turns pacing off)", source["rate"], g.Rate)
+	case fl.Lookup("burst") != nil && g.Burst < 1:
+		return request.Usagef("invalid %s %d: want a burst of at least 1", source["burst"], g.Burst)
+	case fl.Lookup("limiter") != nil:
+		return validLimiter(source["limiter"], g.Limiter)
 	}
-	return validLimiter(g.Limiter)
+	return nil
 }
 
-func validLimiter(v string) error {
+func validLimiter(source, v string) error {
 	switch {
 	case v == "local" || v == "process" || v == "off":
 		return nil
 	case strings.HasPrefix(v, "redis://"):
 		return nil
 	}
-	return request.Usagef("invalid --limiter %q: want local, process, off or redis://HOST:PORT/DB", request.RedactURL(v))
+	return request.Usagef("invalid %s %q: want local, process, off or redis://HOST:PORT/DB", source, request.RedactURL(v))
 }
 
 func firstError(errs ...error) error {
@@ -133,6 +172,26 @@ type RequestOptions struct {
 	Verbose        bool
 	LogFormat      string
 	Emulator       bool
+
+	// The front door: fields and queries (as gh api and curl take them), filtering, pages,
+	// write-out, and showing the call without sending it.
+	RawFields []string
+	Fields    []string
+	URLQuery  []string
+	JQ        string
+	Paginate  bool
+	Slurp     bool
+	MaxPages  int
+	WriteOut  string
+	DryRun    bool
+	Curl      bool
+
+	// viaRequest says that the method came as an argument of `brellium request`.
+	viaRequest bool
+	// query is --jq, compiled by check.
+	query *output.Query
+	// fields are -f and -F, read by loadBody.
+	fields []request.Field
 }
 
 func newRequestOptions() *RequestOptions {
@@ -167,12 +226,54 @@ func addRequestFlags(c *cobra.Command, o *RequestOptions) {
 	fl.StringVarP(&o.Data, "data", "d", "", "JSON body: literal text, @FILE, or @- for standard input")
 	fl.BoolVarP(&o.Include, "include", "i", false, "print the status line and headers before the body")
 	addPolicyFlags(fl, o)
+	fl.StringArrayVarP(&o.RawFields, "raw-field", "f", nil, "add key=value as a string: a query parameter of a GET or HEAD, a field of a write's JSON body (repeatable)")
+	fl.StringArrayVarP(&o.Fields, "field", "F", nil, "like -f, typed: true, false, null and integers as JSON, @FILE or @- for a file's text; key[]=v appends, key[sub]=v nests")
+	fl.StringArrayVar(&o.URLQuery, "url-query", nil, "add key=value to the query string, encoded, with any method (repeatable)")
+	fl.StringVarP(&o.JQ, "jq", "q", "", "print the jq expression's results on a 2xx body instead of the body: strings raw, other values as JSON, one a line")
+	fl.BoolVar(&o.Paginate, "paginate", false, "GET every page of a list (has_more and starting_after, or Link: rel=\"next\") and print the items, one a line")
+	fl.BoolVar(&o.Slurp, "slurp", false, "with --paginate: print one JSON array of every item")
+	fl.IntVar(&o.MaxPages, "max-pages", 0, "with --paginate: stop after N pages (0: no limit)")
+	fl.StringVarP(&o.WriteOut, "write-out", "w", "", "after the body, print FORMAT on stdout: %{http_code}, %{request_id}, %header{NAME}, %{json}… (see --help)")
+	fl.BoolVar(&o.DryRun, "dry-run", false, "print the request that would go out (credentials as ***) and its repeat rule; send nothing")
+	fl.BoolVar(&o.Curl, "curl", false, "print an equivalent curl command (the token as \"$BRELLIUM_ACCESS_TOKEN\"); send nothing")
 	_ = c.RegisterFlagCompletionFunc("log-format", fixedCompletion("text", "json"))
 }
 
-// check validates flag combinations that flags alone cannot.
+// check validates flag combinations that flags alone cannot, and compiles --jq.
 func (o *RequestOptions) check(c *cobra.Command) error {
-	o.DataSet = c.Flags().Changed("data")
+	fl := c.Flags()
+	o.DataSet = fl.Changed("data")
+	hasFields := len(o.RawFields)+len(o.Fields) > 0
+	reads := o.Method == http.MethodGet || o.Method == http.MethodHead
+	switch {
+	case o.DataSet && hasFields:
+		return request.Usagef("-d and -f/-F do not go together: the fields build the body (or, on a GET, the query)")
+	case o.DataSet && reads && !o.viaRequest:
+		return request.Usagef("'brellium %s' sends no body: use 'brellium request %s PATH -d …' to send one anyway", strings.ToLower(o.Method), o.Method)
+	case o.Paginate && o.Method != http.MethodGet:
+		return request.Usagef("--paginate reads pages with GET: it does not go with %s", o.Method)
+	case (o.Slurp || fl.Changed("max-pages")) && !o.Paginate:
+		return request.Usagef("--slurp and --max-pages go with --paginate")
+	case o.MaxPages < 0:
+		return request.Usagef("invalid --max-pages %d: want 0 (no limit) or more", o.MaxPages)
+	case o.DryRun && o.Curl:
+		return request.Usagef("--dry-run and --curl do not go together: choose one way to show the call")
+	}
+	for _, q := range o.URLQuery {
+		if k, _, ok := strings.Cut(q, "="); !ok || k == "" {
+			return request.Usagef("--url-query %q: want key=value", q)
+		}
+	}
+	if o.JQ != "" {
+		q, err := output.ParseQuery(o.JQ)
+		if err != nil {
+			return request.Usagef("--jq: %v", err)
+		}
+		o.query = q
+	}
+	if err := output.CheckWriteOut(o.WriteOut); err != nil {
+		return request.Usagef("-w: %v", err)
+	}
 	switch {
 	case o.Retry < 0:
 		return request.Usagef("invalid --retry %d: want 0 or more", o.Retry)
@@ -190,7 +291,7 @@ func (o *RequestOptions) check(c *cobra.Command) error {
 func exactArgs(n int, what string) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		if len(args) != n {
-			return request.Usagef("'brellium %s' takes %s (got %d argument%s); see --help", c.Name(), what, len(args), plural(len(args)))
+			return request.Usagef("'%s' takes %s (got %d argument%s)", c.CommandPath(), what, len(args), plural(len(args)))
 		}
 		return nil
 	}

@@ -78,14 +78,27 @@ type callBody struct {
 	file    *outFile // nil: stdout
 	include bool
 	spilled bool
+	// keepAll keeps a 2xx body in memory, up to maxJQBody, for --jq.
+	keepAll bool
 }
 
-func (b *callBody) Keep(status int) int64 { return retry.DefaultBody{}.Keep(status) }
+// maxJQBody is the largest 2xx body --jq reads.
+const maxJQBody = 256 << 20
+
+func (b *callBody) Keep(status int) int64 {
+	if b.keepAll && status >= 200 && status < 300 {
+		return maxJQBody
+	}
+	return retry.DefaultBody{}.Keep(status)
+}
 
 // Restarts is true for -o FILE: the temporary file can start over.
 func (b *callBody) Restarts() bool { return b.file != nil }
 
 func (b *callBody) Spill(r *retry.Response) (io.Writer, error) {
+	if b.keepAll && r.Status >= 200 && r.Status < 300 {
+		return nil, &retry.BodyTooLargeError{Status: r.Status, Limit: maxJQBody, Hint: "--jq reads bodies up to that size"}
+	}
 	if b.file != nil {
 		if r.Status < 200 || r.Status > 299 {
 			return nil, nil // an error body does not replace the file

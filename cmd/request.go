@@ -22,11 +22,18 @@ import (
 var methodHelp = map[string]struct{ short, example string }{
 	"GET": {"Read a resource", `  brellium get /v2/audits/a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d --emulator
   brellium get /v2/audits/ID --retry 5 --max-time 60
-  brellium get '/v2/audits?limit=10' -i
+  brellium get /v2/audits -f limit=10 -i                  # -f/-F fields are the query of a GET
+  brellium get /v2/audits -f limit=100 --paginate -q .audit_id   # every page, one id a line
+  brellium get /v2/audits --paginate --slurp > audits.json        # one array of every audit
+  brellium get /v2/audits/ID -q '.flags[]'                 # jq, without jq installed
+  brellium get /v2/audits/ID -o audit.json -w '%{http_code} %{request_id}\n'
+  brellium get /v2/audits/ID --curl                        # the same call as a curl line
   brellium get /v2/audits/ID --log-format json 2> attempts.jsonl`},
 	"HEAD":   {"Read a resource's headers", `  brellium head /v2/audits/ID -i`},
 	"DELETE": {"Delete a resource", `  brellium delete /v2/users/USER_ID      # safe: a 404 after an unknown outcome means done`},
 	"POST": {"Create a resource (not repeated after an unknown outcome unless safe)", `  brellium post /v2/users -d '{"email":"a@example.com"}'
+  brellium post /v2/users -f email=a@example.com -f role=reviewer   # fields build the JSON body
+  brellium post /v2/audits/batch_update -F 'audit_ids[]=ID1' -F 'flags[]=Reviewed' --dry-run
   brellium post /v2/documents -d @documents.json
   echo '{"email":"r@example.com"}' | brellium post /v2/email_recipients -d @- --idempotent
   brellium post /v1/payments -d '{"amount":1}' --idempotency-key auto --base-url https://api.example.com`},
@@ -63,6 +70,7 @@ func withRequestRun(c *cobra.Command, f *Factory, g *GlobalOptions, o *RequestOp
 		return runRequest(c.Context(), f, g, o)
 	}
 	addRequestFlags(c, o)
+	g.addFlags(c, allGlobal)
 	return c
 }
 
@@ -74,17 +82,10 @@ func NewCmdRequest(f *Factory, g *GlobalOptions, runF func(*RequestOptions) erro
 		Short: "Send a request with any method",
 		Example: `  brellium request OPTIONS /v2/audits
   brellium request POST /v2/audits/batch_update -d @updates.json`,
-		Args: exactArgs(2, "METHOD and PATH"),
-		ValidArgsFunction: func(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-			switch len(args) {
-			case 0:
-				return []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}, cobra.ShellCompDirectiveNoFileComp
-			case 1:
-				return pathCompletion(strings.ToUpper(args[0]))(nil, nil, toComplete)
-			}
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		},
+		Args:              exactArgs(2, "METHOD and PATH"),
+		ValidArgsFunction: methodThenPath,
 	}
+	o.viaRequest = true
 	return withRequestRun(c, f, g, o, runF, func(args []string) { o.Method, o.Target = strings.ToUpper(args[0]), args[1] })
 }
 
@@ -97,13 +98,34 @@ func newIdempotencyKey() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// loadBody reads -d and checks what can be checked before anything is set up: the body is
-// one JSON value and every -H is a header.
+// loadBody reads -d, -f and -F (their @FILE and @-) and checks what can be checked before
+// anything is set up: the body is one JSON value (unless -H gives another Content-Type) and every
+// -H is a header.
 func loadBody(f *Factory, o *RequestOptions) ([]byte, error) {
+	contentType := ""
 	for _, h := range o.Headers {
-		if _, _, err := request.ParseHeader(h); err != nil {
+		name, value, err := request.ParseHeader(h)
+		if err != nil {
 			return nil, err
 		}
+		if name == "Content-Type" {
+			contentType = value
+		}
+	}
+	o.fields = o.fields[:0]
+	for _, raw := range o.RawFields {
+		fl, err := request.ParseField(raw, false, f.IOStreams.In)
+		if err != nil {
+			return nil, err
+		}
+		o.fields = append(o.fields, fl)
+	}
+	for _, raw := range o.Fields {
+		fl, err := request.ParseField(raw, true, f.IOStreams.In)
+		if err != nil {
+			return nil, err
+		}
+		o.fields = append(o.fields, fl)
 	}
 	if !o.DataSet {
 		return nil, nil
@@ -112,17 +134,39 @@ func loadBody(f *Factory, o *RequestOptions) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !request.JSONContentType(contentType) {
+		return body, nil
+	}
 	return body, request.ValidateJSON(body)
 }
 
-// buildSpec turns the options and the loaded body into the call to send.
+// buildSpec turns the options and the loaded body into the call to send: fields go to the query
+// of a GET or HEAD and make the body of a write; --url-query adds to the query.
 func buildSpec(o *RequestOptions, body []byte, base *url.URL) (*request.Spec, error) {
 	key := o.IdempotencyKey
 	if key == "auto" {
 		key = newIdempotencyKey()
 	}
+	target := o.Target
+	if len(o.fields) > 0 {
+		if o.Method == http.MethodGet || o.Method == http.MethodHead {
+			target = request.AppendQuery(target, request.QueryPairs(o.fields))
+		} else {
+			b, err := request.FieldsBody(o.fields)
+			if err != nil {
+				return nil, err
+			}
+			body = b
+		}
+	}
+	var pairs [][2]string
+	for _, q := range o.URLQuery {
+		k, v, _ := strings.Cut(q, "=")
+		pairs = append(pairs, [2]string{k, v})
+	}
+	target = request.AppendQuery(target, pairs)
 	return request.New(base, request.Options{
-		Method: o.Method, Target: o.Target, Headers: o.Headers, Body: body,
+		Method: o.Method, Target: target, Headers: o.Headers, Body: body,
 		Idempotent: o.Idempotent, IdempotencyKey: key,
 	})
 }
@@ -137,27 +181,39 @@ func newLogger(f *Factory, g *GlobalOptions, o *RequestOptions) (*output.Logger,
 }
 
 func runRequest(ctx context.Context, f *Factory, g *GlobalOptions, o *RequestOptions) error {
-	ios := f.IOStreams
 	logger, err := newLogger(f, g, o)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	var sess *session
-	finish := func(res *retry.Result, err error) error {
+	var (
+		sess *session
+		out  callOutcome
+	)
+	finish := func(err error) error {
 		if err != nil && errors.Is(err, context.Canceled) {
 			if intr := interruption(ctx); intr != nil {
 				err = intr
 			}
 		}
-		final := output.Final{Outcome: outcomeOf(err), ExitCode: ExitCode(err), Elapsed: time.Since(start), Err: err}
-		if res != nil {
-			final.Attempts = res.Attempts
+		if errors.Is(err, syscall.EPIPE) {
+			err = nil // a closed pipe on stdout is the reader's choice, not an error
+		}
+		final := output.Final{Outcome: outcomeOf(err), ExitCode: ExitCode(err), Elapsed: time.Since(start), Err: err,
+			Attempts: out.attempts}
+		if r := out.last; r != nil {
+			final.Status, final.RequestID = r.Status, r.RequestID
 		}
 		final.Hint = hintFor(final.Outcome, err)
 		var ae *retry.AuthError
 		if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized && sess != nil {
 			final.Hint = sess.tokenHint
+		}
+		if out.hint != "" {
+			final.Hint = out.hint
+		}
+		if o.WriteOut != "" {
+			_ = output.WriteWriteOut(f.IOStreams.Out, o.WriteOut, writeOutOf(final, out.last))
 		}
 		logger.Done(final)
 		if err != nil {
@@ -168,36 +224,81 @@ func runRequest(ctx context.Context, f *Factory, g *GlobalOptions, o *RequestOpt
 
 	body, err := loadBody(f, o)
 	if err != nil {
-		return finish(nil, err)
+		return finish(err)
+	}
+	if o.DryRun || o.Curl {
+		return finish(showCall(f, g, o, body))
 	}
 	if sess, err = newSession(ctx, f, g, o, logger, sessionExtras{}); err != nil {
-		return finish(nil, err)
+		return finish(err)
 	}
 	defer sess.close()
 	spec, err := buildSpec(o, body, sess.base)
 	if err != nil {
-		return finish(nil, err)
+		return finish(err)
 	}
-	dest := &callBody{out: ios.Out, include: o.Include}
-	toTerminal := ios.IsStdoutTTY()
+	if o.Paginate {
+		return finish(paginate(ctx, f, sess, o, spec, &out))
+	}
+	return finish(callOnce(ctx, f, sess, o, spec, &out))
+}
+
+// callOutcome is what the command's end needs of its calls: the last answer, the attempts, and a
+// hint of the command's own.
+type callOutcome struct {
+	last     *retry.Response
+	attempts int
+	hint     string
+}
+
+func (c *callOutcome) add(res *retry.Result) {
+	if res != nil {
+		c.attempts += res.Attempts
+		if res.Response != nil {
+			c.last = res.Response
+		}
+	}
+}
+
+// writeOutOf fills the -w variables in from how the command ended.
+func writeOutOf(final output.Final, last *retry.Response) output.WriteOut {
+	w := output.WriteOut{TimeTotal: final.Elapsed, ExitCode: final.ExitCode, Attempts: final.Attempts, Outcome: final.Outcome,
+		Header: http.Header{}}
+	if last != nil {
+		w.HTTPCode, w.RequestID, w.Header = last.Status, last.RequestID, last.Header
+		if rl := last.RateLimit; rl.Present {
+			w.RateLimitPresent, w.RateLimitLimit, w.RateLimitRemaining, w.RateLimitReset = true, rl.Limit, rl.Remaining, rl.Reset
+		}
+	}
+	return w
+}
+
+// callOnce sends the call and writes its answer: the body (or what --jq makes of a 2xx body) to
+// stdout or -o FILE.
+func callOnce(ctx context.Context, f *Factory, sess *session, o *RequestOptions, spec *request.Spec, out *callOutcome) error {
+	ios := f.IOStreams
+	dest := &callBody{out: ios.Out, include: o.Include || o.Method == http.MethodHead, keepAll: o.query != nil}
+	indent, color := ios.IsStdoutTTY() || ios.ColorEnabled(), ios.ColorEnabled()
 	if o.Output != "" && o.Output != "-" {
+		var err error
 		if dest.file, err = createOutFile(o.Output); err != nil {
-			return finish(nil, request.Usagef("-o %s: %v", o.Output, err))
+			return request.Usagef("-o %s: %v", o.Output, err)
 		}
 		defer dest.file.discard()
-		dest.out, toTerminal = dest.file, false
+		dest.out, indent, color = dest.file, false, false
 	}
 	policy := sess.policy
 	policy.Body = dest
 	res, callErr := sess.engine.Do(ctx, spec, policy)
+	out.add(res)
 	if res != nil && res.Response != nil && !dest.spilled && (dest.file == nil || ok2xx(res.Response)) {
 		if dest.file != nil {
 			if werr := dest.file.restart(); werr != nil && callErr == nil {
 				callErr = &retry.StreamWriteError{Err: werr}
 			}
 		}
-		if werr := writeResponse(dest.out, res.Response, o, toTerminal, ios.ColorEnabled()); werr != nil && callErr == nil {
-			callErr = &retry.StreamWriteError{Err: werr}
+		if werr := writeResponse(ctx, dest, res.Response, o, indent, color); werr != nil && callErr == nil {
+			callErr = werr
 		}
 	}
 	if dest.file != nil && callErr == nil && res != nil && ok2xx(res.Response) {
@@ -205,10 +306,7 @@ func runRequest(ctx context.Context, f *Factory, g *GlobalOptions, o *RequestOpt
 			callErr = &retry.StreamWriteError{Err: werr}
 		}
 	}
-	if errors.Is(callErr, syscall.EPIPE) {
-		callErr = nil // a closed pipe on stdout is the reader's choice, not an error
-	}
-	return finish(res, callErr)
+	return callErr
 }
 
 // ok2xx reports a whole 2xx answer.
@@ -216,16 +314,46 @@ func ok2xx(r *retry.Response) bool {
 	return r != nil && r.Status >= 200 && r.Status < 300 && !r.Truncated && r.StreamErr == nil
 }
 
-func writeResponse(w io.Writer, r *retry.Response, o *RequestOptions, terminal, color bool) error {
-	if o.Include {
+// writeResponse writes the head (for -i, and always for HEAD, as curl -I does) and the body, or
+// what --jq makes of a 2xx body; an error body is written as it is.
+func writeResponse(ctx context.Context, dest *callBody, r *retry.Response, o *RequestOptions, indent, color bool) error {
+	w := dest.out
+	if dest.include {
 		if err := output.WriteHead(w, r); err != nil {
-			return err
+			return &retry.StreamWriteError{Err: err}
 		}
 	}
 	if o.Method == http.MethodHead {
 		return nil
 	}
-	return output.WriteBody(w, r.Body, terminal, color)
+	if o.query != nil && r.Status >= 200 && r.Status < 300 {
+		if err := writeJQ(ctx, w, o.query, r.Body); err != nil {
+			return err
+		}
+		return nil
+	}
+	if err := output.WriteBody(w, r.Body, indent, color); err != nil {
+		return &retry.StreamWriteError{Err: err}
+	}
+	return nil
+}
+
+// writeJQ writes what a jq expression makes of a JSON body; a body that is not JSON, or an
+// expression that fails on it, is an error of the command's (exit 1 is a bug; this is the
+// user's expression meeting the data, so it is a usage error).
+func writeJQ(ctx context.Context, w io.Writer, q *output.Query, body []byte) error {
+	v, err := output.DecodeJSON(body)
+	if err != nil {
+		return request.Usagef("--jq: %v", err)
+	}
+	values, err := q.Run(ctx, v)
+	if werr := output.WriteValues(w, values); werr != nil {
+		return &retry.StreamWriteError{Err: werr}
+	}
+	if err != nil {
+		return request.Usagef("--jq: %v", err)
+	}
+	return nil
 }
 
 // hintFor says what to do next after an outcome, or "".

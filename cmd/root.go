@@ -119,6 +119,9 @@ func Run(ctx context.Context, f *Factory, args []string) int {
 	root.SetOut(f.IOStreams.Out)
 	root.SetErr(f.IOStreams.ErrOut)
 	err := root.ExecuteContext(ctx)
+	if errors.Is(err, syscall.EPIPE) {
+		return 0 // stdout was closed by its reader (| head): the reader's choice, not an error
+	}
 	var rep *reportedError
 	if err != nil && !errors.As(err, &rep) {
 		if intr := interruption(ctx); intr != nil {
@@ -128,12 +131,23 @@ func Run(ctx context.Context, f *Factory, args []string) int {
 			// flag): a usage error.
 			err = &request.UsageError{Msg: err.Error()}
 		}
-		fmt.Fprintln(f.IOStreams.ErrOut, f.Secrets().Scrub("brellium: "+output.Inert(err.Error())))
-		if ExitCode(err) == 2 {
-			fmt.Fprintln(f.IOStreams.ErrOut, "Run 'brellium --help' for usage.")
+		// One style for every error: the logger's.
+		pal := output.NewPalette(f.IOStreams.ColorErrEnabled())
+		fmt.Fprintln(f.IOStreams.ErrOut, f.Secrets().Scrub(pal.Red("error:")+" "+output.Inert(err.Error())))
+		var usage *request.UsageError
+		if errors.As(err, &usage) && !usage.NotArgs {
+			fmt.Fprintln(f.IOStreams.ErrOut, "Run '"+commandPath(root, args)+" --help' for usage.")
 		}
 	}
 	return ExitCode(err)
+}
+
+// commandPath is the command that args name ("brellium batch"), for the usage hint.
+func commandPath(root *cobra.Command, args []string) string {
+	if c, _, err := root.Find(args); err == nil && c != nil {
+		return c.CommandPath()
+	}
+	return root.Name()
 }
 
 // interruption returns the signal that cancelled ctx, or nil.
@@ -167,7 +181,7 @@ a distinct code for each way a call can end.`,
 	// --version without a shorthand: -v is --verbose on the request commands.
 	root.Flags().Bool("version", false, "print the version on one line")
 	root.SetFlagErrorFunc(flagError)
-	g.addFlags(root)
+	withExitCodes(root)
 	for _, m := range []string{"GET", "HEAD", "DELETE", "POST", "PUT", "PATCH"} {
 		root.AddCommand(NewCmdMethod(f, g, m, nil))
 	}
@@ -182,7 +196,7 @@ a distinct code for each way a call can end.`,
 
 // flagError makes a flag parsing error a usage error.
 func flagError(c *cobra.Command, err error) error {
-	return &request.UsageError{Msg: err.Error() + " (see '" + c.CommandPath() + " --help')"}
+	return &request.UsageError{Msg: err.Error()}
 }
 
 func versionLine() string {

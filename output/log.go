@@ -45,21 +45,27 @@ func NewLogger(s *IOStreams, opts LogOptions) *Logger {
 }
 
 // Attempt writes one attempt.
+// Attempt writes one attempt. -s drops the line of a successful attempt; -v's headers still
+// print.
 func (l *Logger) Attempt(ev retry.Event) {
-	ok := ev.Decision == "done"
-	if l.opts.Silent && ok {
+	quiet := l.opts.Silent && ev.Decision == "done"
+	if quiet && !l.opts.Verbose {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.opts.Format == "json" {
-		l.writeJSON(attemptJSON(ev, l.opts.Verbose))
+		if !quiet {
+			l.writeJSON(attemptJSON(ev, l.opts.Verbose))
+		}
 		return
 	}
 	if l.opts.Verbose {
 		l.writeHeaders(ev)
 	}
-	l.println(l.attemptLine(ev))
+	if !quiet {
+		l.println(l.attemptLine(ev))
+	}
 }
 
 // println writes one line of the text log, scrubbed of secrets.
@@ -253,6 +259,9 @@ type Final struct {
 	Err error
 	// Hint is one more sentence on what to do, or "".
 	Hint string
+	// Status and RequestID are the last answer's, when one came.
+	Status    int
+	RequestID string
 }
 
 type doneEvent struct {
@@ -282,6 +291,7 @@ func (l *Logger) Done(f Final) {
 	if l.opts.Format == "json" {
 		e := doneEvent{Event: "done", Outcome: f.Outcome, ExitCode: f.ExitCode, Attempts: f.Attempts,
 			ElapsedMS: f.Elapsed.Milliseconds(), Hint: f.Hint}
+		e.Status, e.RequestID = f.Status, f.RequestID
 		if fail != nil {
 			e.Status, e.Code, e.Message, e.RequestID, e.Error = fail.Status, fail.Code, fail.Message, fail.RequestID, fail.Reason
 		} else if f.Err != nil {

@@ -156,3 +156,41 @@ func TestRedactURL(t *testing.T) {
 		t.Errorf("URLPassword = %q", got)
 	}
 }
+
+func TestFields(t *testing.T) {
+	parse := func(raw string, typed bool) Field {
+		t.Helper()
+		f, err := ParseField(raw, typed, strings.NewReader("stdin text"))
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		return f
+	}
+	fields := []Field{parse("a=1", false), parse("b=1", true), parse("c=true", true), parse("d=null", true),
+		parse("e=1.5", true), parse("list[]=x", false), parse("list[]=2", true), parse("o[k]=v", false), parse("o[n][]=1", true), parse("s=@-", true)}
+	body, err := FieldsBody(fields)
+	if err != nil || string(body) != `{"a":"1","b":1,"c":true,"d":null,"e":"1.5","list":["x",2],"o":{"k":"v","n":[1]},"s":"stdin text"}` {
+		t.Fatalf("FieldsBody = %s %v", body, err)
+	}
+	for _, bad := range [][]Field{{parse("a=1", false), parse("a=2", false)}, {parse("a=1", false), parse("a[]=2", false)}, {parse("a=1", false), parse("a[b]=2", false)}} {
+		if _, err := FieldsBody(bad); err == nil {
+			t.Errorf("%v was accepted", bad)
+		}
+	}
+	for _, bad := range []string{"novalue", "=v", "a[=1", "a[][b]=1", "[x]=1"} {
+		if _, err := ParseField(bad, false, nil); err == nil {
+			t.Errorf("ParseField(%q) was accepted", bad)
+		}
+	}
+	if _, err := ParseField("f=@/no/such/file", true, nil); err == nil {
+		t.Error("a missing @FILE was accepted")
+	}
+	if got := AppendQuery("/x", QueryPairs([]Field{parse("a=b c", false), parse("n=null", true), parse("t=true", true)})); got != "/x?a=b+c&n=&t=true" {
+		t.Errorf("AppendQuery = %q", got)
+	}
+	for target, want := range map[string]string{"/x?": "/x?k=v", "/x?a=1": "/x?a=1&k=v", "/x?a=1&": "/x?a=1&k=v"} {
+		if got := AppendQuery(target, [][2]string{{"k", "v"}}); got != want {
+			t.Errorf("AppendQuery(%q) = %q, want %q", target, got, want)
+		}
+	}
+}

@@ -29,7 +29,12 @@ const MaxQueryBytes = 2048
 const MaxRequestLine = 8 << 10
 
 // UsageError is bad input from the user: nothing was sent. It maps to exit code 2.
-type UsageError struct{ Msg string }
+type UsageError struct {
+	Msg string
+	// NotArgs says that the fault is not in the arguments (a port already in use), so the
+	// pointer to --help would not help.
+	NotArgs bool
+}
 
 func (e *UsageError) Error() string { return e.Msg }
 
@@ -114,7 +119,7 @@ func New(base *url.URL, o Options) (*Spec, error) {
 		}
 		h.Add(name, value)
 	}
-	if o.Body != nil {
+	if o.Body != nil && JSONContentType(h.Get("Content-Type")) {
 		if err := ValidateJSON(o.Body); err != nil {
 			return nil, err
 		}
@@ -390,4 +395,12 @@ func ValidHeaderValue(v string) bool {
 		}
 	}
 	return true
+}
+
+// JSONContentType reports whether a body with this Content-Type is JSON: no Content-Type (then
+// brellium sends application/json), application/json, or a +json type.
+func JSONContentType(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.ToLower(strings.TrimSpace(mt))
+	return mt == "" || mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
 }

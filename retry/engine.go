@@ -575,20 +575,25 @@ func (c *call) free() bool {
 	return r == nil || len(r.DoneAfterRun) == 0
 }
 
-// requestHeader is the header of every attempt: the call's own, then the defaults it lacks.
-func (c *call) requestHeader(auth string) http.Header {
-	h := c.spec.Header.Clone()
+// requestHeader is the header of every attempt.
+func (c *call) requestHeader(auth string) http.Header { return c.e.Header(c.spec, auth) }
+
+// Header is the header an attempt of spec carries with the Authorization value auth: the call's
+// own headers, then the defaults it lacks (Content-Type application/json for a body, Accept
+// application/json, the engine's User-Agent, Authorization).
+func (e *Engine) Header(spec *request.Spec, auth string) http.Header {
+	h := spec.Header.Clone()
 	if h == nil {
 		h = http.Header{}
 	}
-	if c.spec.Body != nil {
+	if spec.Body != nil && h.Get("Content-Type") == "" {
 		h.Set("Content-Type", "application/json")
 	}
 	if h.Get("Accept") == "" {
 		h.Set("Accept", "application/json")
 	}
-	if c.e.UserAgent != "" && h.Get("User-Agent") == "" {
-		h.Set("User-Agent", c.e.UserAgent)
+	if e.UserAgent != "" && h.Get("User-Agent") == "" {
+		h.Set("User-Agent", e.UserAgent)
 	}
 	if auth != "" && h.Get("Authorization") == "" {
 		h.Set("Authorization", auth)

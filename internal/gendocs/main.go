@@ -64,7 +64,7 @@ func generatedFiles() (map[string][]byte, error) {
 		if err := doc.GenMan(c, header, &b); err != nil {
 			return err
 		}
-		files["man/"+strings.ReplaceAll(c.CommandPath(), " ", "-")+".1"] = b.Bytes()
+		files["man/"+strings.ReplaceAll(c.CommandPath(), " ", "-")+".1"] = withSections(b.Bytes())
 		for _, sub := range c.Commands() {
 			if err := walk(sub); err != nil {
 				return err
@@ -103,4 +103,31 @@ func writeGeneratedFiles(dir string) error {
 		}
 	}
 	return nil
+}
+
+// withSections adds EXIT STATUS, ENVIRONMENT and FILES to a man page, before SEE ALSO.
+func withSections(page []byte) []byte {
+	var b bytes.Buffer
+	for _, sec := range []struct {
+		title string
+		rows  [][2]string
+	}{{"EXIT STATUS", cmd.ExitStatus}, {"ENVIRONMENT", cmd.Environment}, {"FILES", cmd.Files}} {
+		b.WriteString(".SH " + sec.title + "\n")
+		for _, r := range sec.rows {
+			fmt.Fprintf(&b, ".TP\n\\fB%s\\fP\n%s\n", roff(r[0]), roff(r[1]))
+		}
+	}
+	if i := bytes.Index(page, []byte(".SH SEE ALSO")); i >= 0 {
+		return append(append(append([]byte(nil), page[:i]...), b.Bytes()...), page[i:]...)
+	}
+	return append(page, b.Bytes()...)
+}
+
+// roff escapes text for a man page: backslashes, and a leading dot or quote.
+func roff(s string) string {
+	s = strings.ReplaceAll(s, `\`, `\e`)
+	if strings.HasPrefix(s, ".") || strings.HasPrefix(s, "'") {
+		s = `\&` + s
+	}
+	return strings.ReplaceAll(s, "-", `\-`)
 }
