@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -287,6 +288,9 @@ func (b *run) read(ctx context.Context, jobs chan<- *job, results chan<- *result
 // idempotent mark.
 func (b *run) lineSpec(l request.Line) (*request.Spec, error) {
 	sort.Strings(l.Headers)
+	if l.UploadURL != "" {
+		return b.uploadSpec(l)
+	}
 	key := ""
 	if b.cfg.AutoKey {
 		key = lineKey(b.cfg.Input, l)
@@ -296,6 +300,27 @@ func (b *run) lineSpec(l request.Line) (*request.Spec, error) {
 		Headers:    append(append([]string(nil), b.cfg.Headers...), l.Headers...),
 		Idempotent: b.cfg.Idempotent || l.Idempotent, IdempotencyKey: key,
 	})
+}
+
+// uploadSpec builds an upload line's call: its file, relative to the batch file's folder (to the
+// working folder for standard input), PUT to its upload URL with the line's headers and those of
+// the command's -H that are no credentials.
+func (b *run) uploadSpec(l request.Line) (*request.Spec, error) {
+	path := l.File
+	if !filepath.IsAbs(path) && b.cfg.Input != nil && b.cfg.Input.Name != "-" {
+		path = filepath.Join(filepath.Dir(b.cfg.Input.Name), path)
+	}
+	file, err := request.OpenFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var headers []string
+	for _, h := range b.cfg.Headers {
+		if name, _, err := request.ParseHeader(h); err == nil && !request.CredentialHeader(name) {
+			headers = append(headers, h)
+		}
+	}
+	return request.NewUpload(l.UploadURL, file, append(headers, l.Headers...))
 }
 
 // lineKey is a line's Idempotency-Key for --idempotency-key auto: derived from the input and the

@@ -76,7 +76,7 @@ type result struct {
 func (h *harness) runCtx(ctx context.Context, args ...string) result {
 	h.t.Helper()
 	switch args[0] {
-	case "get", "head", "delete", "post", "put", "patch", "request", "batch", "upload":
+	case "get", "head", "delete", "post", "put", "patch", "request", "batch":
 		args = append(args, "--limiter", "off")
 	}
 	return h.runFull(ctx, args)

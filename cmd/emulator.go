@@ -18,13 +18,16 @@ type EmulatorOptions struct {
 	Latency       durationValue
 	TokenInterval durationValue
 	ListLag       durationValue
+	ProcessDelay  durationValue
+	UploadTTL     durationValue
 }
 
 // NewCmdEmulator builds `brellium emulator`: a local double of the API.
 func NewCmdEmulator(f *Factory, runF func(*EmulatorOptions) error) *cobra.Command {
 	d := emulator.DefaultConfig()
 	o := &EmulatorOptions{Addr: "127.0.0.1:8080", Config: d,
-		TokenInterval: durationValue(d.TokenInterval), ListLag: durationValue(d.ListLag)}
+		TokenInterval: durationValue(d.TokenInterval), ListLag: durationValue(d.ListLag),
+		ProcessDelay: durationValue(d.ProcessDelay), UploadTTL: durationValue(d.UploadTTL)}
 	c := &cobra.Command{
 		Use:   "emulator",
 		Short: "Serve a local double of the Brellium API, with injected faults",
@@ -34,8 +37,17 @@ bare 403/413/414/431 refusals, the endpoints whose repeats matter, and the token
 with its own limit. Any non-empty bearer token is accepted.
 
 The first line on stdout is "listening on http://HOST:PORT". GET /_emulator/stats returns
-counters (requests, responses by status, 429s, writes per endpoint); POST /_emulator/faults
-scripts the next answers, e.g. {"method":"GET","path":"/v2/audits/ID","status":503,"times":2}.
+counters (requests, responses by status, 429s, writes per endpoint, uploads); POST
+/_emulator/faults scripts the next answers, e.g.
+{"method":"GET","path":"/v2/audits/ID","status":503,"times":2}.
+
+The second line is "uploads on http://HOST:PORT": the storage host that the upload_url of
+POST /v2/documents points at, on another port. It takes a PUT of the file to an unexpired
+URL (--upload-ttl) and answers an expired or forged one with a 403 and an XML body, as
+storage hosts do; it counts requests that carry an Authorization header. A document goes
+awaiting_upload, then processing once its file arrives, then processed --process-delay
+later; GET /v2/documents/ID shows it. Faults scripted for PUT /upload/DOCUMENT_ID hit it.
+
 SIGINT or SIGTERM stops it gracefully (exit 0).`,
 		Example: `  brellium emulator --addr 127.0.0.1:8080
   brellium emulator --fail-rate 0.1 --drop-rate 0.02 --seed 7
@@ -45,6 +57,8 @@ SIGINT or SIGTERM stops it gracefully (exit 0).`,
 			o.Latency.apply(&o.Config.Latency)
 			o.TokenInterval.apply(&o.Config.TokenInterval)
 			o.ListLag.apply(&o.Config.ListLag)
+			o.ProcessDelay.apply(&o.Config.ProcessDelay)
+			o.UploadTTL.apply(&o.Config.UploadTTL)
 			if err := o.check(); err != nil {
 				return err
 			}
@@ -68,6 +82,8 @@ SIGINT or SIGTERM stops it gracefully (exit 0).`,
 	fl.StringVar(&o.ClientSecret, "client-secret", "", "the only client secret the token endpoint accepts (default: any non-empty)")
 	fl.Var(&o.ListLag, "list-lag", "how long a new email recipient takes to show in its list")
 	fl.IntVar(&o.Audits, "audits", o.Audits, "audits to hold besides the sample one")
+	fl.Var(&o.ProcessDelay, "process-delay", "how long a document stays processing after its file arrives")
+	fl.Var(&o.UploadTTL, "upload-ttl", "how long an upload URL stays valid")
 	return c
 }
 
@@ -85,6 +101,10 @@ func (o *EmulatorOptions) check() error {
 		return request.Usagef("--token-interval must be above 0")
 	case o.Audits < 0:
 		return request.Usagef("--audits must be 0 or more")
+	case o.ProcessDelay < 0:
+		return request.Usagef("--process-delay must be 0 or more")
+	case o.UploadTTL <= 0:
+		return request.Usagef("--upload-ttl must be above 0")
 	}
 	return nil
 }
@@ -97,7 +117,7 @@ func runEmulator(ctx context.Context, f *Factory, o *EmulatorOptions) error {
 	if err != nil {
 		return &request.UsageError{Msg: fmt.Sprintf("emulator: %v", err), NotArgs: true}
 	}
-	fmt.Fprintf(f.IOStreams.Out, "listening on %s\n", em.URL)
+	fmt.Fprintf(f.IOStreams.Out, "listening on %s\nuploads on %s\n", em.URL, em.UploadsURL)
 	<-ctx.Done()
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

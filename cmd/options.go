@@ -186,10 +186,14 @@ type RequestOptions struct {
 	DryRun    bool
 	Curl      bool
 
+	// Waiting: --until repeats a GET every --poll until its jq expression holds.
+	Until string
+	Poll  durationValue
+
 	// viaRequest says that the method came as an argument of `brellium request`.
 	viaRequest bool
-	// query is --jq, compiled by check.
-	query *output.Query
+	// query is --jq, and until --until, compiled by check.
+	query, until *output.Query
 	// fields are -f and -F, read by loadBody.
 	fields []request.Field
 }
@@ -198,7 +202,7 @@ func newRequestOptions() *RequestOptions {
 	return &RequestOptions{
 		Retry: 4, MaxTime: durationValue(60 * time.Second), Timeout: durationValue(30 * time.Second),
 		BackoffBase: durationValue(500 * time.Millisecond), BackoffCap: durationValue(20 * time.Second),
-		LogFormat: "text",
+		LogFormat: "text", Poll: durationValue(5 * time.Second),
 	}
 }
 
@@ -258,6 +262,19 @@ func (o *RequestOptions) check(c *cobra.Command) error {
 		return request.Usagef("invalid --max-pages %d: want 0 (no limit) or more", o.MaxPages)
 	case o.DryRun && o.Curl:
 		return request.Usagef("--dry-run and --curl do not go together: choose one way to show the call")
+	case fl.Changed("poll") && o.Until == "":
+		return request.Usagef("--poll goes with --until: it is the time between polls")
+	case o.Until != "" && o.Paginate:
+		return request.Usagef("--until and --paginate do not go together: --until polls one resource")
+	case o.Until != "" && o.Poll <= 0:
+		return request.Usagef("invalid --poll %s: want a time above 0, such as 5s", o.Poll.String())
+	}
+	if o.Until != "" {
+		q, err := output.ParseQuery(o.Until)
+		if err != nil {
+			return request.Usagef("--until: %v", err)
+		}
+		o.until = q
 	}
 	for _, q := range o.URLQuery {
 		if k, _, ok := strings.Cut(q, "="); !ok || k == "" {

@@ -28,6 +28,7 @@ var methodHelp = map[string]struct{ short, example string }{
   brellium get /v2/audits/ID -q '.flags[]'                 # jq, without jq installed
   brellium get /v2/audits/ID -o audit.json -w '%{http_code} %{request_id}\n'
   brellium get /v2/audits/ID --curl                        # the same call as a curl line
+  brellium get /v2/documents/DOC_ID --until '.status == "processed"' --poll 5s --max-time 10m
   brellium get /v2/audits/ID --log-format json 2> attempts.jsonl`},
 	"HEAD":   {"Read a resource's headers", `  brellium head /v2/audits/ID -i`},
 	"DELETE": {"Delete a resource", `  brellium delete /v2/users/USER_ID      # safe: a 404 after an unknown outcome means done`},
@@ -52,6 +53,10 @@ func NewCmdMethod(f *Factory, g *GlobalOptions, method string, runF func(*Reques
 		Example:           help.example,
 		Args:              exactArgs(1, "one PATH, such as /v2/audits/ID"),
 		ValidArgsFunction: pathCompletion(method),
+	}
+	if method == http.MethodGet {
+		c.Flags().StringVar(&o.Until, "until", "", "repeat the GET every --poll until the jq expression holds for its 2xx body (exit 4 when --max-time ends first)")
+		c.Flags().Var(&o.Poll, "poll", "with --until: the time between polls")
 	}
 	return withRequestRun(c, f, g, o, runF, func(args []string) { o.Target = args[0] })
 }
@@ -185,62 +190,73 @@ func runRequest(ctx context.Context, f *Factory, g *GlobalOptions, o *RequestOpt
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	var (
-		sess *session
-		out  callOutcome
-	)
-	finish := func(err error) error {
-		if err != nil && errors.Is(err, context.Canceled) {
-			if intr := interruption(ctx); intr != nil {
-				err = intr
-			}
-		}
-		if errors.Is(err, syscall.EPIPE) {
-			err = nil // a closed pipe on stdout is the reader's choice, not an error
-		}
-		final := output.Final{Outcome: outcomeOf(err), ExitCode: ExitCode(err), Elapsed: time.Since(start), Err: err,
-			Attempts: out.attempts}
-		if r := out.last; r != nil {
-			final.Status, final.RequestID = r.Status, r.RequestID
-		}
-		final.Hint = hintFor(final.Outcome, err)
-		var ae *retry.AuthError
-		if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized && sess != nil {
-			final.Hint = sess.tokenHint
-		}
-		if out.hint != "" {
-			final.Hint = out.hint
-		}
-		if o.WriteOut != "" {
-			_ = output.WriteWriteOut(f.IOStreams.Out, o.WriteOut, writeOutOf(final, out.last))
-		}
-		logger.Done(final)
-		if err != nil {
-			return &reportedError{err: err}
-		}
-		return nil
-	}
-
+	e := &ending{ctx: ctx, f: f, o: o, logger: logger, start: time.Now()}
 	body, err := loadBody(f, o)
 	if err != nil {
-		return finish(err)
+		return e.finish(err)
 	}
 	if o.DryRun || o.Curl {
-		return finish(showCall(f, g, o, body))
+		return e.finish(showCall(f, g, o, body))
 	}
-	if sess, err = newSession(ctx, f, g, o, logger, sessionExtras{}); err != nil {
-		return finish(err)
+	if e.sess, err = newSession(ctx, f, g, o, logger, sessionExtras{}); err != nil {
+		return e.finish(err)
 	}
-	defer sess.close()
-	spec, err := buildSpec(o, body, sess.base)
+	defer e.sess.close()
+	spec, err := buildSpec(o, body, e.sess.base)
 	if err != nil {
-		return finish(err)
+		return e.finish(err)
 	}
-	if o.Paginate {
-		return finish(paginate(ctx, f, sess, o, spec, &out))
+	switch {
+	case o.Paginate:
+		return e.finish(paginate(ctx, f, e.sess, o, spec, &e.out))
+	case o.until != nil:
+		return e.finish(pollUntil(ctx, f, e.sess, o, spec, &e.out))
 	}
-	return finish(callOnce(ctx, f, sess, o, spec, &out))
+	return e.finish(callOnce(ctx, f, e.sess, o, spec, &e.out))
+}
+
+// ending ends a command of one call (or of its pages or polls): the -w line, the done event
+// with its hint, and the error that sets the exit code.
+type ending struct {
+	ctx    context.Context
+	f      *Factory
+	o      *RequestOptions
+	logger *output.Logger
+	start  time.Time
+	sess   *session
+	out    callOutcome
+}
+
+func (e *ending) finish(err error) error {
+	if err != nil && errors.Is(err, context.Canceled) {
+		if intr := interruption(e.ctx); intr != nil {
+			err = intr
+		}
+	}
+	if errors.Is(err, syscall.EPIPE) {
+		err = nil // a closed pipe on stdout is the reader's choice, not an error
+	}
+	final := output.Final{Outcome: outcomeOf(err), ExitCode: ExitCode(err), Elapsed: time.Since(e.start), Err: err,
+		Attempts: e.out.attempts}
+	if r := e.out.last; r != nil {
+		final.Status, final.RequestID = r.Status, r.RequestID
+	}
+	final.Hint = hintFor(final.Outcome, err)
+	var ae *retry.AuthError
+	if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized && e.sess != nil {
+		final.Hint = e.sess.tokenHint
+	}
+	if e.out.hint != "" {
+		final.Hint = e.out.hint
+	}
+	if e.o.WriteOut != "" {
+		_ = output.WriteWriteOut(e.f.IOStreams.Out, e.o.WriteOut, writeOutOf(final, e.out.last))
+	}
+	e.logger.Done(final)
+	if err != nil {
+		return &reportedError{err: err}
+	}
+	return nil
 }
 
 // callOutcome is what the command's end needs of its calls: the last answer, the attempts, and a

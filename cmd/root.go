@@ -186,6 +186,7 @@ a distinct code for each way a call can end.`,
 		root.AddCommand(NewCmdMethod(f, g, m, nil))
 	}
 	root.AddCommand(NewCmdRequest(f, g, nil))
+	root.AddCommand(NewCmdUpload(f, g, nil))
 	root.AddCommand(NewCmdBatch(f, g, nil))
 	root.AddCommand(NewCmdExplain(f, g, nil))
 	root.AddCommand(NewCmdAuth(f, g))

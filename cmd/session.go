@@ -92,10 +92,15 @@ func newSession(ctx context.Context, f *Factory, g *GlobalOptions, o *RequestOpt
 		Sink: logger, Auth: auth, UserAgent: "brellium/" + Version,
 		Budget: extras.budget, Gate: extras.gate,
 	}
-	s.policy = retry.Policy{
+	s.policy = policyOf(o)
+	return s, nil
+}
+
+// policyOf is the retry policy that the flags of a call set.
+func policyOf(o *RequestOptions) retry.Policy {
+	return retry.Policy{
 		Retries: o.Retry, MaxTime: time.Duration(o.MaxTime), Timeout: time.Duration(o.Timeout),
 		BackoffBase: time.Duration(o.BackoffBase), BackoffCap: time.Duration(o.BackoffCap),
 		FollowRedirects: o.Location,
 	}
-	return s, nil
 }

@@ -70,7 +70,34 @@ type document struct {
 	FileName   string `json:"file_name"`
 	Status     string `json:"status"`
 	UploadURL  string `json:"upload_url,omitempty"`
-	uploads    int
+	FileSize   *int64 `json:"file_size,omitempty"`
+	// What the uploads origin stored: the file's size and SHA-256, when, and how many PUTs.
+	size       int64
+	sha256     string
+	uploadedAt time.Time
+	stored     int
+	issued     int // upload URLs handed out
+}
+
+// view is the document as the API shows it at now: its status follows the upload.
+func (s *Server) view(d *document, now time.Time) document {
+	c := *d
+	c.UploadURL = ""
+	switch {
+	case d.stored == 0:
+		c.Status = "awaiting_upload"
+		d.issued++
+		c.UploadURL = s.uploadURL(d.ID, now.Add(s.cfg.UploadTTL), d.issued)
+	case now.Before(d.uploadedAt.Add(s.cfg.ProcessDelay)):
+		c.Status = "processing"
+	default:
+		c.Status = "processed"
+	}
+	if d.stored > 0 {
+		size := d.size
+		c.FileSize = &size
+	}
+	return c
 }
 
 // store is the emulator's data.
@@ -83,13 +110,14 @@ type store struct {
 	byEmail    map[string]*user
 	recipients map[string]*recipient
 	docs       map[string]*document // by external_id
+	docsByID   map[string]*document
 	byFileName map[string]int
 	seq        int
 }
 
 func newStore(n int, now func() time.Time) *store {
 	st := &store{now: now, audits: map[string]*audit{}, users: map[string]*user{}, byEmail: map[string]*user{},
-		recipients: map[string]*recipient{}, docs: map[string]*document{}, byFileName: map[string]int{}}
+		recipients: map[string]*recipient{}, docs: map[string]*document{}, docsByID: map[string]*document{}, byFileName: map[string]int{}}
 	st.addAudit(SampleAuditID, []string{"Failed", "Missing Signature"})
 	for i := 1; i <= n; i++ {
 		st.addAudit(AuditID(i), []string{})
@@ -212,6 +240,8 @@ func (s *Server) dispatch(r *http.Request, body []byte, f *Fault) *reply {
 		return s.patchAudit(seg[2], body)
 	case seg[1] == "documents" && len(seg) == 2 && r.Method == http.MethodPost:
 		return s.createDocuments(body)
+	case seg[1] == "documents" && len(seg) == 3 && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+		return s.getDocument(seg[2])
 	case seg[1] == "users" && len(seg) == 2 && r.Method == http.MethodPost:
 		return s.createUser(body, f)
 	case seg[1] == "users" && len(seg) == 3 && r.Method == http.MethodDelete:
@@ -353,28 +383,43 @@ func (s *Server) createDocuments(body []byte) *reply {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	out := make([]document, 0, len(in.Documents))
+	now := s.now()
 	for _, d := range in.Documents {
 		if d.ExternalID != "" {
 			if doc, ok := st.docs[d.ExternalID]; ok {
-				doc.uploads++
-				c := *doc
-				c.UploadURL = fmt.Sprintf("https://uploads.brellium.invalid/%s?attempt=%d", doc.ID, doc.uploads)
-				out = append(out, c)
+				// A repeat creates nothing: the same document, a new URL if its file has not arrived.
+				out = append(out, s.view(doc, now))
 				continue
 			}
 		}
-		doc := &document{ID: st.nextID("doc"), Object: "document", ExternalID: d.ExternalID, FileName: d.FileName,
-			Status: "awaiting_upload", uploads: 1}
-		doc.UploadURL = fmt.Sprintf("https://uploads.brellium.invalid/%s?attempt=1", doc.ID)
+		doc := &document{ID: st.nextID("doc"), Object: "document", ExternalID: d.ExternalID, FileName: d.FileName}
 		if d.ExternalID != "" {
 			st.docs[d.ExternalID] = doc
 		}
+		st.docsByID[doc.ID] = doc
 		s.created("documents")
 		st.byFileName[d.FileName]++
-		out = append(out, *doc)
+		out = append(out, s.view(doc, now))
 	}
 	s.wrote(epDocuments)
 	return newReply(http.StatusCreated, map[string]any{"object": "list", "data": out})
+}
+
+func (s *Server) getDocument(id string) *reply {
+	st := s.data
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	doc, ok := st.docsByID[id]
+	if !ok {
+		return apiError(http.StatusNotFound, "NOT_FOUND", "No document with id "+id)
+	}
+	v := *doc
+	if doc.stored == 0 { // a new URL comes from repeating POST /v2/documents
+		v.Status = "awaiting_upload"
+	} else {
+		v = s.view(doc, s.now())
+	}
+	return newReply(http.StatusOK, v)
 }
 
 // decodeEmail reads the body {"email": …} of the user and recipient endpoints.

@@ -5,12 +5,14 @@
 package emulator
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -62,6 +64,10 @@ type Config struct {
 	ListLag time.Duration
 	// Audits is how many audits to hold besides the sample one.
 	Audits int
+	// ProcessDelay is how long a document stays processing after its file arrives.
+	ProcessDelay time.Duration
+	// UploadTTL is how long an upload URL stays valid.
+	UploadTTL time.Duration
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 }
@@ -69,7 +75,8 @@ type Config struct {
 // DefaultConfig is the API's documented behaviour.
 func DefaultConfig() Config {
 	return Config{Burst: 100, Rate: 5, TokenBurst: 20, TokenInterval: 10 * time.Second,
-		TokenTTL: time.Hour, ListLag: 2 * time.Second, Audits: 100}
+		TokenTTL: time.Hour, ListLag: 2 * time.Second, Audits: 100,
+		ProcessDelay: 2 * time.Second, UploadTTL: 15 * time.Minute}
 }
 
 // Fault is a scripted answer: the next Times requests that match Method and Path get it
@@ -89,6 +96,9 @@ type Fault struct {
 	Bare bool `json:"bare,omitempty"`
 	// Drop closes the connection without an answer.
 	Drop bool `json:"drop,omitempty"`
+	// CutAfter, on the uploads origin, reads that many bytes of the body, then closes the
+	// connection: an upload cut in the middle, of which nothing is stored.
+	CutAfter int64 `json:"cut_after,omitempty"`
 	// Execute runs the request first, so the work is done and only the answer is lost.
 	// INVITE_FAILED and REVOKE_FAILED always run as the API does: user kept, invitation not sent.
 	Execute bool `json:"execute,omitempty"`
@@ -104,6 +114,11 @@ type Stats struct {
 	Mints       int            `json:"mints"`
 	Dropped     int            `json:"dropped"`
 	Faults      int            `json:"faults"`
+	// Uploads counts the files the uploads origin stored; UploadRequests every request it got;
+	// UploadAuth the requests that carried an Authorization header (it should stay 0).
+	Uploads        int `json:"uploads"`
+	UploadRequests int `json:"upload_requests"`
+	UploadAuth     int `json:"upload_authorization"`
 }
 
 // Server is the emulator: an http.Handler.
@@ -120,6 +135,8 @@ type Server struct {
 	ipWindow    map[string]ipCount
 	stats       Stats
 	data        *store
+	// uploadsOrigin is where upload URLs point (Start sets it; SetUploadsOrigin for others).
+	uploadsOrigin string
 }
 
 type ipCount struct {
@@ -144,6 +161,12 @@ func New(cfg Config) *Server {
 	}
 	if cfg.TokenTTL <= 0 {
 		cfg.TokenTTL = d.TokenTTL
+	}
+	if cfg.ProcessDelay < 0 {
+		cfg.ProcessDelay = 0
+	}
+	if cfg.UploadTTL <= 0 {
+		cfg.UploadTTL = d.UploadTTL
 	}
 	now := cfg.Now
 	if now == nil {
@@ -272,8 +295,11 @@ type reply struct {
 func newReply(status int, v any) *reply {
 	r := &reply{status: status, header: http.Header{}}
 	if v != nil {
-		b, _ := json.Marshal(v)
-		r.body = append(b, '\n')
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false) // upload URLs keep their & as the API writes them
+		_ = enc.Encode(v)
+		r.body = b.Bytes()
 		r.header.Set("Content-Type", "application/json")
 	}
 	return r
@@ -522,31 +548,46 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Running is an emulator served on a listener.
+// Running is an emulator served on a listener, with its uploads origin on a second one.
 type Running struct {
 	*Server
-	URL string
-	srv *http.Server
-	ln  net.Listener
+	URL        string
+	UploadsURL string
+	srv, up    *http.Server
 }
 
-// Start serves an emulator on addr (e.g. 127.0.0.1:0) until Close.
+// Start serves an emulator on addr (e.g. 127.0.0.1:0) until Close, and its uploads origin on
+// another port of the same host.
 func Start(addr string, cfg Config) (*Running, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
+	host, _, _ := net.SplitHostPort(ln.Addr().String())
+	upLn, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("uploads origin: %w", err)
+	}
 	s := New(cfg)
-	srv := &http.Server{Handler: s, MaxHeaderBytes: 4 * MaxHeaderBytes, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	return &Running{Server: s, URL: "http://" + ln.Addr().String(), srv: srv, ln: ln}, nil
+	r := &Running{Server: s, URL: "http://" + ln.Addr().String(), UploadsURL: "http://" + upLn.Addr().String(),
+		srv: &http.Server{Handler: s, MaxHeaderBytes: 4 * MaxHeaderBytes, ReadHeaderTimeout: 10 * time.Second},
+		up:  &http.Server{Handler: s.Uploads(), MaxHeaderBytes: 4 * MaxHeaderBytes, ReadHeaderTimeout: 10 * time.Second}}
+	s.SetUploadsOrigin(r.UploadsURL)
+	go func() { _ = r.srv.Serve(ln) }()
+	go func() { _ = r.up.Serve(upLn) }()
+	return r, nil
 }
 
-// Close stops the server gracefully, waiting at most for ctx.
+// Close stops both servers gracefully, waiting at most for ctx.
 func (r *Running) Close(ctx context.Context) error {
-	err := r.srv.Shutdown(ctx)
+	return errors.Join(shutdown(ctx, r.srv), shutdown(ctx, r.up))
+}
+
+func shutdown(ctx context.Context, srv *http.Server) error {
+	err := srv.Shutdown(ctx)
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return r.srv.Close()
+		return srv.Close()
 	}
 	return err
 }

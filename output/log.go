@@ -135,6 +135,8 @@ func (l *Logger) attemptLine(ev retry.Event) string {
 		}
 	case "renew":
 		b.WriteString(p.Yellow("re-minting the token, then repeating once"))
+	case "poll":
+		b.WriteString(p.Yellow("polling again in "+retry.FormatDuration(ev.Wait)) + " (" + Inert(ev.Why) + ")")
 	default:
 		b.WriteString(p.Red("stop: " + Inert(ev.Why)))
 	}

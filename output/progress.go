@@ -104,3 +104,31 @@ func (p *Progress) Finish(stopped bool, unread int64) {
 	}
 	fmt.Fprintln(p.w, Summary(p.counts.Tally(), unread, time.Since(p.start)))
 }
+
+// UploadBar shows the bytes of an upload on a terminal. It starts again with each attempt.
+type UploadBar struct{ bar *progressbar.ProgressBar }
+
+// NewUploadBar returns a bar for a file of size bytes on stderr.
+func NewUploadBar(s *IOStreams, size int64, name string) *UploadBar {
+	return &UploadBar{bar: progressbar.NewOptions64(size,
+		progressbar.OptionSetWriter(s.ErrOut),
+		progressbar.OptionSetDescription("uploading "+Inert(name)),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionShowTotalBytes(true),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionEnableColorCodes(s.ColorErrEnabled()),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionClearOnFinish(),
+	)}
+}
+
+// Watch counts what is read from r, from zero: the reader of one attempt.
+func (b *UploadBar) Watch(r io.Reader) io.Reader {
+	b.bar.Reset()
+	pr := progressbar.NewReader(r, b.bar)
+	return &pr
+}
+
+// Clear takes the bar off its line, so that a log line can take it.
+func (b *UploadBar) Clear() { _ = b.bar.Clear() }

@@ -163,11 +163,16 @@ type Class struct {
 	Why string
 	// KeySent says that an Idempotency-Key goes with every attempt.
 	KeySent bool
+	// Upload says that the call is a PUT to a pre-signed upload URL (Spec.Upload).
+	Upload bool
 }
 
 // Classify decides whether a call is safe to repeat. Spec.Class gives the same, decided once.
 func Classify(s *Spec) Class {
 	c := Class{Rule: Lookup(s.Method, s.URL.Path), KeySent: s.Header.Get("Idempotency-Key") != ""}
+	if s.Upload {
+		return Class{Safe: true, Upload: true, Why: "a PUT of the same bytes to an upload URL is safe to repeat"}
+	}
 	switch {
 	case s.Method == http.MethodGet || s.Method == http.MethodHead || s.Method == http.MethodOptions:
 		c.Safe, c.Why = true, s.Method+" is safe to repeat"

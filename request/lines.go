@@ -28,6 +28,9 @@ type Line struct {
 	Headers []string
 	// Idempotent is the line's own "idempotent".
 	Idempotent bool
+	// UploadURL and File make the line an upload: PUT File to the pre-signed UploadURL (then
+	// Path is the URL without its signature, for results).
+	UploadURL, File string
 	// Err says why the line could not be parsed; nothing is sent for it.
 	Err error
 }
@@ -40,6 +43,8 @@ type batchLine struct {
 	Body       json.RawMessage   `json:"body"`
 	Headers    map[string]string `json:"headers"`
 	Idempotent bool              `json:"idempotent"`
+	UploadURL  *string           `json:"upload_url"`
+	File       *string           `json:"file"`
 }
 
 // ParseLine parses one batch line: a JSON object, or text `METHOD PATH [JSON-BODY]`. skip is
@@ -78,13 +83,18 @@ func parseJSONLine(t string, l *Line) error {
 	if dec.More() {
 		return errors.New("invalid JSON line: more than one JSON value")
 	}
-	if b.Path == nil || strings.TrimSpace(*b.Path) == "" {
+	if b.UploadURL != nil || b.File != nil {
+		if err := parseUploadLine(b, l); err != nil {
+			return err
+		}
+	} else if b.Path == nil || strings.TrimSpace(*b.Path) == "" {
 		return errors.New(`"path" is required`)
-	}
-	l.Path = strings.TrimSpace(*b.Path)
-	l.Method = strings.ToUpper(strings.TrimSpace(b.Method))
-	if l.Method == "" {
-		l.Method = "GET"
+	} else {
+		l.Path = strings.TrimSpace(*b.Path)
+		l.Method = strings.ToUpper(strings.TrimSpace(b.Method))
+		if l.Method == "" {
+			l.Method = "GET"
+		}
 	}
 	if len(b.ID) > 0 && string(b.ID) != "null" {
 		var s string
@@ -104,6 +114,26 @@ func parseJSONLine(t string, l *Line) error {
 		l.Headers = append(l.Headers, name+": "+value)
 	}
 	l.Idempotent = b.Idempotent
+	return nil
+}
+
+// parseUploadLine reads {"upload_url":…,"file":…}: both are needed, and a body, a path or a
+// method other than PUT do not go with them.
+func parseUploadLine(b batchLine, l *Line) error {
+	switch {
+	case b.UploadURL == nil || strings.TrimSpace(*b.UploadURL) == "":
+		return errors.New(`"file" goes with "upload_url": give the upload_url that POST /v2/documents answered`)
+	case b.File == nil || strings.TrimSpace(*b.File) == "":
+		return errors.New(`"upload_url" needs "file": the path of the file to upload`)
+	case b.Path != nil:
+		return errors.New(`"upload_url" and "path" do not go together: a line is an upload or an API call`)
+	case len(b.Body) > 0 && string(b.Body) != "null":
+		return errors.New(`an upload line takes no "body": the file is the body`)
+	case b.Method != "" && !strings.EqualFold(strings.TrimSpace(b.Method), "PUT"):
+		return fmt.Errorf(`an upload is a PUT, not %s`, strings.ToUpper(b.Method))
+	}
+	l.UploadURL, l.File = strings.TrimSpace(*b.UploadURL), *b.File
+	l.Method, l.Path = "PUT", RedactQuery(l.UploadURL)
 	return nil
 }
 

@@ -38,6 +38,16 @@ func TestParseLine(t *testing.T) {
 		{text: `{"path":"  "}`, err: `"path" is required`},
 		{text: `{"path":"/x","extra":1}`, err: "unknown field"},
 		{text: `{"path":"/x"} {"path":"/y"}`, err: "more than one JSON value"},
+		{text: `{"upload_url":"https://u.example.com/k?sig=abcdef&e=1","file":"a b.pdf","id":"x"}`,
+			want: Line{ID: "x", Method: "PUT", Path: "https://u.example.com/k?sig=***&e=1", UploadURL: "https://u.example.com/k?sig=abcdef&e=1", File: "a b.pdf"}},
+		{text: `{"upload_url":"https://u/k","file":"a.pdf","method":"put","headers":{"Content-Type":"application/pdf"}}`,
+			want: Line{Method: "PUT", Path: "https://u/k", UploadURL: "https://u/k", File: "a.pdf", Headers: []string{"Content-Type: application/pdf"}}},
+		{text: `{"upload_url":"https://u/k"}`, err: `"upload_url" needs "file"`},
+		{text: `{"file":"a.pdf"}`, err: `"file" goes with "upload_url"`},
+		{text: `{"upload_url":" ","file":"a.pdf"}`, err: `"file" goes with "upload_url"`},
+		{text: `{"upload_url":"https://u/k","file":"a.pdf","path":"/v2/x"}`, err: `do not go together`},
+		{text: `{"upload_url":"https://u/k","file":"a.pdf","body":{}}`, err: `takes no "body"`},
+		{text: `{"upload_url":"https://u/k","file":"a.pdf","method":"POST"}`, err: `an upload is a PUT, not POST`},
 		{text: `{"path":`, err: "invalid JSON line"},
 	}
 	for _, c := range cases {

@@ -43,14 +43,20 @@ func Usagef(format string, args ...any) error {
 	return &UsageError{Msg: fmt.Sprintf(format, args...)}
 }
 
-// Spec is one call to make, replayable any number of times: the body is kept as bytes and a
-// fresh reader is built for each attempt. The zero value is not usable; build one with New.
+// Spec is one call to make, replayable any number of times: the body is kept as bytes (or read
+// from File) and a fresh reader is built for each attempt. The zero value is not usable; build
+// one with New or NewUpload.
 type Spec struct {
 	Method string
 	URL    *url.URL
 	Header http.Header
 	// Body is nil for a call without a body.
 	Body []byte
+	// File, when set instead of Body, is read anew from disk for each attempt.
+	File *File
+	// Upload says that the call is a PUT to a pre-signed upload URL on a storage host: no
+	// credentials go with it, and the API's budget and rules do not apply to it.
+	Upload bool
 	// Idempotent is the user's word that the call is safe to repeat (--idempotent).
 	Idempotent bool
 	// IdempotencyKey, when set, is sent as Idempotency-Key on every attempt.
@@ -69,8 +75,14 @@ func (s *Spec) Class() Class {
 	return *s.class
 }
 
-// Path returns the path and query of the call, as shown in logs.
-func (s *Spec) Path() string { return s.URL.RequestURI() }
+// Path returns the path and query of the call, as shown in logs; an upload shows its origin
+// too, and no signature.
+func (s *Spec) Path() string {
+	if s.Upload {
+		return RedactQuery(s.URL.Scheme + "://" + s.URL.Host + s.URL.RequestURI())
+	}
+	return s.URL.RequestURI()
+}
 
 // NewBody returns a fresh reader over the body, or nil when there is none.
 func (s *Spec) NewBody() io.Reader {

@@ -67,6 +67,9 @@ type Decision struct {
 	Converged bool
 }
 
+// UploadRefused says what a refused upload URL means and how to get a new one.
+const UploadRefused = "the upload URL has expired or is refused; get a new one by repeating POST /v2/documents with the same external_id"
+
 // Decide classifies one attempt. It is a pure function of the attempt: the contract's repeat
 // table, the endpoint rules and the server's x-should-retry word.
 func Decide(a Attempt) Decision {
@@ -105,6 +108,9 @@ func Decide(a Attempt) Decision {
 	switch {
 	case r.Status >= 200 && r.Status < 300:
 		return Decision{Verdict: Stop, Outcome: OK, Why: "done"}
+	case a.Class.Upload && (r.Status == http.StatusForbidden || r.Status == http.StatusUnauthorized):
+		// A storage host's refusal, not a Brellium block: the signed URL expired or is wrong.
+		return Decision{Verdict: Stop, Outcome: APIFailure, Why: fmt.Sprintf("%d from the upload host: %s", r.Status, UploadRefused)}
 	case r.Status == http.StatusUnauthorized:
 		if a.CanRenew {
 			return Decision{Verdict: Renew, Why: "401: re-minting the token once"}

@@ -24,6 +24,9 @@ type Policy struct {
 	Retries int
 	// MaxTime caps the whole call, waits included; 0 is no cap.
 	MaxTime time.Duration
+	// Since, when set, is when the command that makes this call began: MaxTime counts from it,
+	// so that the polls or pages of one command share one --max-time.
+	Since time.Time
 	// Timeout caps each attempt; 0 is no cap. It is clipped to what is left of MaxTime.
 	Timeout time.Duration
 	// BackoffBase and BackoffCap shape the full-jitter backoff.
@@ -107,7 +110,8 @@ type Event struct {
 	Err      error
 	// Sent says that the request may have reached the server.
 	Sent bool
-	// Decision is "done", "retry", "renew" or "stop".
+	// Decision is "done", "retry", "renew" or "stop" (and "poll" for a poll of --until that
+	// goes on).
 	Decision string
 	// Outcome is how the call ends, for "done" and "stop".
 	Outcome Outcome
@@ -176,7 +180,7 @@ func (e *Engine) Do(ctx context.Context, spec *request.Spec, p Policy) (*Result,
 		// The context's deadline is on the real clock, so that attempts and waits that do not
 		// go through c.clock end too; the engine's own checks use c.clock.
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.MaxTime)
+		ctx, cancel = context.WithTimeout(ctx, max(c.left(c.start), 0))
 		defer cancel()
 	}
 	res, err := c.run(ctx)
@@ -212,7 +216,9 @@ type call struct {
 }
 
 // canRenew says that the credential can be re-minted and has not been yet in this call.
-func (c *call) canRenew() bool { return !c.renewed && c.e.Auth != nil && c.e.Auth.Renewable() }
+func (c *call) canRenew() bool {
+	return !c.renewed && !c.spec.Upload && c.e.Auth != nil && c.e.Auth.Renewable()
+}
 
 // renewsFor says whether a 401 in r may re-mint: only one from the call's own origin (not one
 // that a followed redirect reached).
@@ -226,7 +232,8 @@ func (e *Engine) newCall(spec *request.Spec, p Policy) *call {
 	if c.clock == nil {
 		c.clock = SystemClock{}
 	}
-	if c.limiter == nil {
+	if c.limiter == nil || spec.Upload {
+		// An upload goes to a storage host: the API's budget neither pays for it nor hears of it.
 		c.limiter = noLimit{}
 	}
 	if c.rnd == nil {
@@ -234,7 +241,11 @@ func (e *Engine) newCall(spec *request.Spec, p Policy) *call {
 	}
 	c.start = c.clock.Now()
 	if p.MaxTime > 0 {
-		c.deadline = c.start.Add(p.MaxTime)
+		from := c.start
+		if !p.Since.IsZero() {
+			from = p.Since
+		}
+		c.deadline = from.Add(p.MaxTime)
 	}
 	return c
 }
@@ -337,7 +348,7 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 				}
 				return c.result(err.Error()), err
 			}
-			if c.e.Gate != nil {
+			if c.e.Gate != nil && !c.spec.Upload {
 				var err error
 				if leave, err = c.e.Gate.Enter(ctx); err != nil {
 					if errors.Is(ctx.Err(), context.Canceled) {
@@ -349,7 +360,7 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 		}
 		resend = false
 		auth := ""
-		if c.e.Auth != nil {
+		if c.e.Auth != nil && !c.spec.Upload {
 			var err error
 			if auth, err = c.e.Auth.Authorization(ctx); err != nil {
 				leave(false)
@@ -384,7 +395,15 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 		var (
 			swe *StreamWriteError
 			btl *BodyTooLargeError
+			bse *BodySourceError
 		)
+		if errors.As(cause, &bse) {
+			// The body to send cannot be read as it was (a file changed or gone): no attempt
+			// may send other bytes, so the call ends with the source's error.
+			ev.Decision, ev.Why = "stop", bse.Error()
+			c.emit(*ev)
+			return c.result(bse.Error()), bse.Err
+		}
 		if errors.As(cause, &swe) || errors.As(cause, &btl) {
 			// The answer came: the call ran, and its body could not be delivered.
 			c.ran = true
@@ -510,6 +529,15 @@ func (e *StreamWriteError) Error() string { return "writing the response body: "
 // Unwrap returns the write error.
 func (e *StreamWriteError) Unwrap() error { return e.Err }
 
+// BodySourceError is a request body that could not be read for an attempt: a file gone or
+// changed since the call started. Err is the reader's error (a *request.UsageError for a File).
+type BodySourceError struct{ Err error }
+
+func (e *BodySourceError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the reader's error.
+func (e *BodySourceError) Unwrap() error { return e.Err }
+
 // TimeoutError is an attempt that ran out of time.
 type TimeoutError struct {
 	After time.Duration
@@ -586,16 +614,20 @@ func (e *Engine) Header(spec *request.Spec, auth string) http.Header {
 	if h == nil {
 		h = http.Header{}
 	}
-	if spec.Body != nil && h.Get("Content-Type") == "" {
+	switch {
+	case h.Get("Content-Type") != "":
+	case spec.File != nil:
+		h.Set("Content-Type", "application/octet-stream")
+	case spec.Body != nil:
 		h.Set("Content-Type", "application/json")
 	}
-	if h.Get("Accept") == "" {
+	if h.Get("Accept") == "" && !spec.Upload {
 		h.Set("Accept", "application/json")
 	}
 	if e.UserAgent != "" && h.Get("User-Agent") == "" {
 		h.Set("User-Agent", e.UserAgent)
 	}
-	if auth != "" && h.Get("Authorization") == "" {
+	if auth != "" && h.Get("Authorization") == "" && !spec.Upload {
 		h.Set("Authorization", auth)
 	}
 	return h

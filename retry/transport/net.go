@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -41,6 +42,9 @@ func NewTransport() *http.Transport {
 	}
 	t.MaxIdleConnsPerHost = 256
 	t.MaxResponseHeaderBytes = retry.MaxHeaderBytes
+	// An upload streams its file through this buffer: net/http's 4 KiB made a 2 GiB file half
+	// a million writes, and the upload 2.8 times slower than curl -T.
+	t.WriteBufferSize = 64 << 10
 	return t
 }
 
@@ -61,9 +65,30 @@ func (n Net) Send(ctx context.Context, o *retry.Outgoing) (*retry.Response, bool
 		defer cancel()
 	}
 	var w written
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(actx, w.trace()), o.Spec.Method, o.Spec.URL.String(), o.Spec.NewBody())
+	// An in-memory body is a *bytes.Reader, whose length and rewind net/http knows.
+	body, length := o.Spec.NewBody(), int64(len(o.Spec.Body))
+	if o.Spec.File != nil {
+		rc, n, err := o.Spec.OpenBody()
+		if err != nil {
+			return nil, false, &retry.BodySourceError{Err: err}
+		}
+		body, length = rc, n
+	}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(actx, w.trace()), o.Spec.Method, o.Spec.URL.String(), body)
 	if err != nil {
+		if c, ok := body.(io.Closer); ok {
+			_ = c.Close()
+		}
 		return nil, false, err
+	}
+	if o.Spec.File != nil {
+		// A file is streamed from disk with its length announced, and opened anew to follow a
+		// redirect: net/http knows the length of in-memory bodies only.
+		req.ContentLength = length
+		req.GetBody = func() (io.ReadCloser, error) {
+			b, _, err := o.Spec.OpenBody()
+			return b, err
+		}
 	}
 	// Nothing writes to the request's headers after this, so events can share them.
 	req.Header = o.Header

@@ -10,12 +10,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	rt "github.com/brellium/brellium/internal/retrytest"
+	"github.com/brellium/brellium/request"
 	"github.com/brellium/brellium/retry"
 )
 
@@ -214,5 +216,58 @@ func TestAConnectionThatTookNoByteSentNothing(t *testing.T) {
 	}
 	if events[0].Sent || events[0].Decision != "retry" {
 		t.Errorf("first attempt: %+v, want not sent and repeated", events[0])
+	}
+}
+
+// Bodies go out with their length, never chunked: a JSON body from memory, and a file streamed
+// from disk for each attempt (read whole again after a dropped attempt).
+func TestBodiesGoOutWithTheirLength(t *testing.T) {
+	type got struct {
+		length int64
+		te     []string
+		body   string
+	}
+	var seen []got
+	var drops atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		seen = append(seen, got{r.ContentLength, r.TransferEncoding, string(b)})
+		if r.Method == "PUT" && drops.Add(1) == 1 {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			_ = conn.Close()
+			return
+		}
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	post := rt.Spec(t, nil, "POST", "/v2/users", `{"email":"a@example.com"}`, false, "")
+	post.URL.Scheme, post.URL.Host = "http", host
+	path := t.TempDir() + "/file.bin"
+	content := strings.Repeat("0123456789", 100_000)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file, err := request.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put, err := request.NewUpload(srv.URL+"/u/k?sig=x", file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &retry.Engine{Sender: Net{Transport: NewTransport()}, Clock: rt.NewFakeClock(), Rand: rt.FixedRand}
+	for _, spec := range []*request.Spec{post, put} {
+		if _, err := e.Do(context.Background(), spec, retry.DefaultPolicy()); err != nil {
+			t.Fatalf("%s: %v", spec.Method, err)
+		}
+	}
+	want := []got{{25, nil, `{"email":"a@example.com"}`}, {1_000_000, nil, content}, {1_000_000, nil, content}}
+	if len(seen) != 3 {
+		t.Fatalf("%d requests, want 3", len(seen))
+	}
+	for i, w := range want {
+		if s := seen[i]; s.length != w.length || len(s.te) != 0 || s.body != w.body {
+			t.Errorf("request %d: length %d TE %v body %d bytes; want %d bytes with their length", i, s.length, s.te, len(s.body), w.length)
+		}
 	}
 }

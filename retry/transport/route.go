@@ -8,7 +8,8 @@ import (
 
 // Route sends each attempt through Fast when that changes nothing the user can see, and
 // through Net otherwise: Fast carries the calls to its origin that the engine repeats whatever
-// became of an attempt without an answer (so "sent" need not be exact), without -L, and without a
+// became of an attempt without an answer (so "sent" need not be exact), without -L, without a
+// body read from a file, and without a
 // framing header of the user's (Host, Content-Length, Transfer-Encoding), which net/http ignores
 // and fasthttp would obey. A nil Fast sends everything through Net.
 type Route struct {
@@ -25,7 +26,7 @@ func (r Route) Send(ctx context.Context, o *retry.Outgoing) (*retry.Response, bo
 }
 
 func (r Route) fast(o *retry.Outgoing) bool {
-	if r.Fast == nil || !o.Free || o.FollowRedirects || !r.Fast.Serves(o.Spec.URL) {
+	if r.Fast == nil || !o.Free || o.FollowRedirects || o.Spec.File != nil || !r.Fast.Serves(o.Spec.URL) {
 		return false
 	}
 	for _, k := range [...]string{"Host", "Content-Length", "Transfer-Encoding"} {
