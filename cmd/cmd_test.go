@@ -26,6 +26,8 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 type clock struct {
 	mu  sync.Mutex
 	now time.Time
+	// onSleep, when set, runs after each sleep with the time slept (outside the lock).
+	onSleep func(time.Duration)
 }
 
 func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
@@ -35,7 +37,11 @@ func (c *clock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 	c.mu.Lock()
 	c.now = c.now.Add(d)
+	hook := c.onSleep
 	c.mu.Unlock()
+	if hook != nil {
+		hook(d)
+	}
 	return nil
 }
 

@@ -20,6 +20,7 @@ type EmulatorOptions struct {
 	ListLag       durationValue
 	ProcessDelay  durationValue
 	UploadTTL     durationValue
+	Neighbour     string
 }
 
 // NewCmdEmulator builds `brellium emulator`: a local double of the API.
@@ -48,10 +49,15 @@ storage hosts do; it counts requests that carry an Authorization header. A docum
 awaiting_upload, then processing once its file arrives, then processed --process-delay
 later; GET /v2/documents/ID shows it. Faults scripted for PUT /upload/DOCUMENT_ID hit it.
 
+--neighbour RATE[,burst=B] simulates another integration of the organization: B requests
+every B/RATE seconds against the same bucket (RATE a second on average, in bursts). Its
+requests and its 429s are counted apart (neighbour_requests, neighbour_rate_limited).
+
 SIGINT or SIGTERM stops it gracefully (exit 0).`,
 		Example: `  brellium emulator --addr 127.0.0.1:8080
   brellium emulator --fail-rate 0.1 --drop-rate 0.02 --seed 7
-  brellium emulator --rate 50 --burst 10   # a faster organization for tests`,
+  brellium emulator --rate 50 --burst 10   # a faster organization for tests
+  brellium emulator --rate 50 --neighbour 15,burst=5   # another integration draws 15/s in bursts of 5`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			o.Latency.apply(&o.Config.Latency)
@@ -59,6 +65,13 @@ SIGINT or SIGTERM stops it gracefully (exit 0).`,
 			o.ListLag.apply(&o.Config.ListLag)
 			o.ProcessDelay.apply(&o.Config.ProcessDelay)
 			o.UploadTTL.apply(&o.Config.UploadTTL)
+			if o.Neighbour != "" {
+				n, err := emulator.ParseNeighbour(o.Neighbour)
+				if err != nil {
+					return request.Usagef("%v", err)
+				}
+				o.Config.Neighbour = n
+			}
 			if err := o.check(); err != nil {
 				return err
 			}
@@ -84,6 +97,7 @@ SIGINT or SIGTERM stops it gracefully (exit 0).`,
 	fl.IntVar(&o.Audits, "audits", o.Audits, "audits to hold besides the sample one")
 	fl.Var(&o.ProcessDelay, "process-delay", "how long a document stays processing after its file arrives")
 	fl.Var(&o.UploadTTL, "upload-ttl", "how long an upload URL stays valid")
+	fl.StringVar(&o.Neighbour, "neighbour", "", "another integration drawing from the organization's bucket: RATE[,burst=B] (B requests every B/RATE s; B defaults to RATE/3)")
 	return c
 }
 

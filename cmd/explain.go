@@ -151,6 +151,10 @@ func runExplain(f *Factory, g *GlobalOptions, o *RequestOptions) error {
 	b.WriteString(wrap("safe to repeat: "+safe+" — "+class.Why, "  ", explainWidth))
 	b.WriteString(wrap(fmt.Sprintf("attempts: at most %d, %s; backoff: full jitter, ceilings from %s up to %s",
 		retries+1, maxTime, time.Duration(o.BackoffBase), time.Duration(o.BackoffCap)), "  ", explainWidth))
+	b.WriteString(wrap("pacing: every attempt takes a token of the client budget (--rate, --burst, shared by the "+
+		"processes of the machine, or machines with Redis), and keeps the organization's level as RateLimit-Remaining "+
+		"reports it at or above --reserve (a single call 0, a batch a tenth of the burst): each answer re-anchors that "+
+		"shared level, so the pace falls to what others leave of the refill and rises when they stop", "  ", explainWidth))
 	b.WriteString("\nwhen an attempt gets …\n    → what brellium does\n\n")
 	for _, sc := range scenarios(class) {
 		d := retry.Decide(retry.Attempt{Response: sc.resp, Err: sc.err, Sent: sc.sent, Class: class, Ran: sc.ran, CanRenew: sc.renew})

@@ -34,8 +34,20 @@ func budgetKey(base *url.URL, ident string) string {
 	return hex.EncodeToString(sum[:12])
 }
 
-// newLimiter builds the client budget for --limiter mode, and a function that releases it.
-func newLimiter(ctx context.Context, f *Factory, mode string, g *GlobalOptions, base *url.URL, ident string, logger *output.Logger) (retry.Limiter, func(), error) {
+// newLimiter builds the client budget for --limiter mode, with the organization's level shared
+// where the budget is (see limit.Headroom) and the reserve, and a function that releases it.
+func newLimiter(ctx context.Context, f *Factory, mode string, g *GlobalOptions, reserve int, base *url.URL, ident string, logger *output.Logger) (retry.Limiter, func(), error) {
+	lim, release, levels, err := newPace(ctx, f, mode, g, base, ident, logger)
+	if err != nil || levels == nil {
+		return lim, release, err
+	}
+	return &limit.Headroom{Limiter: lim, Levels: levels, Reserve: reserve, Rate: g.Rate, Clock: f.Clock,
+		OnPace: func(p limit.Pace) { logger.Pace(p.Why, p.Others, p.Rate, p.Reserve) }}, release, nil
+}
+
+// newPace builds the token bucket of --limiter mode and where it keeps the organization's level
+// (nil for --limiter off, which paces nothing).
+func newPace(ctx context.Context, f *Factory, mode string, g *GlobalOptions, base *url.URL, ident string, logger *output.Logger) (retry.Limiter, func(), limit.Levels, error) {
 	warn := func(err error) { logger.Warn(err.Error()) }
 	key := budgetKey(base, ident)
 	local := func() (*limit.FileLimiter, error) {
@@ -50,23 +62,26 @@ func newLimiter(ctx context.Context, f *Factory, mode string, g *GlobalOptions, 
 		l.OnWarn = warn
 		return l, nil
 	}
+	process := func() (retry.Limiter, func(), limit.Levels, error) {
+		return limit.NewBucket(g.Rate, g.Burst, f.Clock), func() {}, limit.NewMemLevels(g.Rate, g.Burst, f.Clock), nil
+	}
 	switch {
 	case mode == "off":
-		return limit.Off{}, func() {}, nil
+		return limit.Off{}, func() {}, nil, nil
 	case mode == "process":
-		return limit.NewBucket(g.Rate, g.Burst, f.Clock), func() {}, nil
+		return process()
 	case mode == "local":
 		l, err := local()
 		if err != nil {
 			// Pacing this process alone is better than refusing to run.
 			warn(fmt.Errorf("%v: pacing this process alone", err))
-			return limit.NewBucket(g.Rate, g.Burst, f.Clock), func() {}, nil
+			return process()
 		}
-		return l, func() { _ = l.Close() }, nil
+		return l, func() { _ = l.Close() }, l, nil
 	}
 	r, err := limit.NewRedisLimiter(ctx, mode, key, g.Rate, g.Burst, f.Clock)
 	if err != nil {
-		return nil, nil, request.Usagef("%v", err)
+		return nil, nil, nil, request.Usagef("%v", err)
 	}
 	r.OnWarn = warn
 	closeAll := func() { _ = r.Close() }
@@ -74,5 +89,5 @@ func newLimiter(ctx context.Context, f *Factory, mode string, g *GlobalOptions, 
 		r.Fallback = l
 		closeAll = func() { _ = r.Close(); _ = l.Close() }
 	}
-	return r, closeAll, nil
+	return r, closeAll, r, nil
 }

@@ -23,12 +23,18 @@ type GlobalOptions struct {
 	Burst   int
 	Limiter string
 	Color   string
+	// Reserve is --reserve: the organization's tokens never spent; -1 until set, then the
+	// command's default (a batch's is a tenth of the burst, a single call's 0).
+	Reserve int
 }
+
+// defaultReserve is a batch's reserve: a tenth of the burst, rounded up, and below the burst.
+func defaultReserve(burst int) int { return min((burst+9)/10, burst-1) }
 
 // The groups of global flags; each command takes those that act on it.
 const (
 	baseFlag   = 1 << iota // --base-url
-	budgetFlag             // --rate, --burst, --limiter
+	budgetFlag             // --rate, --burst, --limiter, --reserve
 	colorFlag              // --color
 	allGlobal  = baseFlag | budgetFlag | colorFlag
 )
@@ -46,6 +52,7 @@ func (g *GlobalOptions) addFlags(c *cobra.Command, which int) {
 		fl.Float64Var(&g.Rate, "rate", 5, "client budget: requests per second, above 0 and at most 1000000 (env BRELLIUM_RATE)")
 		fl.IntVar(&g.Burst, "burst", 100, "client budget: burst size, at least 1 (env BRELLIUM_BURST)")
 		fl.StringVar(&g.Limiter, "limiter", "local", "budget scope: local|process|off|redis://HOST:PORT/DB (env BRELLIUM_LIMITER)")
+		fl.IntVar(&g.Reserve, "reserve", -1, "never spend the organization's last N tokens as RateLimit-Remaining reports them (env BRELLIUM_RESERVE; default: batch a tenth of --burst, a single call 0)")
 		_ = c.RegisterFlagCompletionFunc("limiter", fixedCompletion("local", "process", "off", "redis://127.0.0.1:6379/0"))
 	}
 	if which&colorFlag != 0 {
@@ -66,7 +73,7 @@ func fixedCompletion(values ...string) func(*cobra.Command, []string, string) ([
 func (g *GlobalOptions) resolve(c *cobra.Command, f *Factory) error {
 	fl := c.Flags()
 	source := map[string]string{}
-	for _, name := range []string{"base-url", "rate", "burst", "limiter"} {
+	for _, name := range []string{"base-url", "rate", "burst", "limiter", "reserve"} {
 		source[name] = "--" + name
 	}
 	fromEnv := func(flag, env string, set func(string) error) error {
@@ -98,6 +105,8 @@ func (g *GlobalOptions) resolve(c *cobra.Command, f *Factory) error {
 		fromEnv("burst", "BRELLIUM_BURST", number("BRELLIUM_BURST", "a whole number, at least 1",
 			func(v string) (err error) { g.Burst, err = strconv.Atoi(v); return })),
 		fromEnv("limiter", "BRELLIUM_LIMITER", func(v string) error { g.Limiter = v; return nil }),
+		fromEnv("reserve", "BRELLIUM_RESERVE", number("BRELLIUM_RESERVE", "a whole number of tokens, 0 or more and below the burst",
+			func(v string) (err error) { g.Reserve, err = strconv.Atoi(v); return })),
 	)
 	if err != nil {
 		return err
@@ -111,6 +120,8 @@ func (g *GlobalOptions) resolve(c *cobra.Command, f *Factory) error {
 		return request.Usagef("invalid %s %v: want requests per second, above 0 and at most 1000000 (--limiter off turns pacing off)", source["rate"], g.Rate)
 	case fl.Lookup("burst") != nil && g.Burst < 1:
 		return request.Usagef("invalid %s %d: want a burst of at least 1", source["burst"], g.Burst)
+	case (fl.Changed("reserve") || source["reserve"] != "--reserve") && (g.Reserve < 0 || g.Reserve >= g.Burst):
+		return request.Usagef("invalid %s %d: want 0 or more tokens, below the burst (%d)", source["reserve"], g.Reserve, g.Burst)
 	case fl.Lookup("limiter") != nil:
 		return validLimiter(source["limiter"], g.Limiter)
 	}

@@ -27,10 +27,13 @@ type session struct {
 	close     func()
 }
 
-// sessionExtras are what a batch adds to the engine: a retry budget and a circuit breaker.
+// sessionExtras are what a batch adds to the engine: a retry budget, a circuit breaker, and a
+// reserve kept by default.
 type sessionExtras struct {
 	budget retry.Budget
 	gate   retry.Gate
+	// reserveByDefault keeps defaultReserve when --reserve is not given; a single call keeps 0.
+	reserveByDefault bool
 }
 
 // newSession sets up the engine for o. Every error is a usage or auth error.
@@ -77,7 +80,14 @@ func newSession(ctx context.Context, f *Factory, g *GlobalOptions, o *RequestOpt
 	if o.Emulator && mode == "local" {
 		mode = "process" // an in-process emulator's budget lives and dies with this process
 	}
-	limiter, closeLimiter, err := newLimiter(ctx, f, mode, g, base, identity(token, f), logger)
+	reserve := g.Reserve
+	if reserve < 0 {
+		reserve = 0
+		if extras.reserveByDefault {
+			reserve = defaultReserve(g.Burst)
+		}
+	}
+	limiter, closeLimiter, err := newLimiter(ctx, f, mode, g, reserve, base, identity(token, f), logger)
 	if err != nil {
 		return fail(err)
 	}

@@ -68,6 +68,9 @@ type Config struct {
 	ProcessDelay time.Duration
 	// UploadTTL is how long an upload URL stays valid.
 	UploadTTL time.Duration
+	// Neighbour is another integration of the organization that draws from its bucket in the
+	// background (Start runs it); a zero Rate is none.
+	Neighbour Neighbour
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 }
@@ -119,6 +122,10 @@ type Stats struct {
 	Uploads        int `json:"uploads"`
 	UploadRequests int `json:"upload_requests"`
 	UploadAuth     int `json:"upload_authorization"`
+	// NeighbourRequests and NeighbourRateLimited count the neighbour's draws and its refusals;
+	// they are not in Requests or RateLimited, which count brellium's.
+	NeighbourRequests    int `json:"neighbour_requests"`
+	NeighbourRateLimited int `json:"neighbour_rate_limited"`
 }
 
 // Server is the emulator: an http.Handler.
@@ -551,9 +558,10 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 // Running is an emulator served on a listener, with its uploads origin on a second one.
 type Running struct {
 	*Server
-	URL        string
-	UploadsURL string
-	srv, up    *http.Server
+	URL           string
+	UploadsURL    string
+	srv, up       *http.Server
+	stopNeighbour context.CancelFunc
 }
 
 // Start serves an emulator on addr (e.g. 127.0.0.1:0) until Close, and its uploads origin on
@@ -576,11 +584,19 @@ func Start(addr string, cfg Config) (*Running, error) {
 	s.SetUploadsOrigin(r.UploadsURL)
 	go func() { _ = r.srv.Serve(ln) }()
 	go func() { _ = r.up.Serve(upLn) }()
+	if cfg.Neighbour.Rate > 0 {
+		var nctx context.Context
+		nctx, r.stopNeighbour = context.WithCancel(context.Background())
+		go s.RunNeighbour(nctx)
+	}
 	return r, nil
 }
 
-// Close stops both servers gracefully, waiting at most for ctx.
+// Close stops the neighbour and both servers gracefully, waiting at most for ctx.
 func (r *Running) Close(ctx context.Context) error {
+	if r.stopNeighbour != nil {
+		r.stopNeighbour()
+	}
 	return errors.Join(shutdown(ctx, r.srv), shutdown(ctx, r.up))
 }
 

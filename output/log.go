@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"sort"
 	"strconv"
@@ -71,6 +72,24 @@ func (l *Logger) Attempt(ev retry.Event) {
 // println writes one line of the text log, scrubbed of secrets.
 func (l *Logger) println(line string) {
 	_, _ = io.WriteString(l.w, l.opts.Secrets.Scrub(line)+"\n")
+}
+
+// Pace says that brellium's pace changed, and why: "pace: …" in text, {"event":"pace",…} in
+// JSON, with the estimate of the others' draw a second, the rate and the reserve.
+func (l *Logger) Pace(why string, others, rate float64, reserve int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.opts.Format == "json" {
+		l.writeJSON(struct {
+			Event   string  `json:"event"`
+			Why     string  `json:"why"`
+			Others  float64 `json:"others_per_second"`
+			Rate    float64 `json:"rate"`
+			Reserve int     `json:"reserve"`
+		}{"pace", why, math.Round(others*10) / 10, rate, reserve})
+		return
+	}
+	l.println(l.pal.Cyan("pace:") + " " + Inert(why))
 }
 
 // Warn writes a warning: "warning: …" in text, {"event":"warning","message":…} in JSON.

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/brellium/brellium/request"
@@ -333,6 +334,7 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 			return c.end(nil, Exhausted, c.maxTimeReached())
 		}
 		leave := func(bool) {}
+		settle := func() {}
 		if !resend {
 			// A resend after a stale connection takes no token and passes no gate: the server
 			// never acted on the request.
@@ -348,9 +350,13 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 				}
 				return c.result(err.Error()), err
 			}
+			if s, ok := c.limiter.(Settler); ok {
+				settle = sync.OnceFunc(s.Settled)
+			}
 			if c.e.Gate != nil && !c.spec.Upload {
 				var err error
 				if leave, err = c.e.Gate.Enter(ctx); err != nil {
+					settle()
 					if errors.Is(ctx.Err(), context.Canceled) {
 						return c.interrupted(ctx.Err())
 					}
@@ -364,6 +370,7 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 			var err error
 			if auth, err = c.e.Auth.Authorization(ctx); err != nil {
 				leave(false)
+				settle()
 				if errors.Is(ctx.Err(), context.Canceled) {
 					return c.interrupted(ctx.Err())
 				}
@@ -379,6 +386,7 @@ func (c *call) run(ctx context.Context) (*Result, error) {
 		}
 		c.attempts++
 		resp, sent, header, cause := c.send(ctx, auth)
+		settle()
 		c.resp, c.cause = resp, cause
 		ev := &Event{Response: resp, Err: cause, Sent: sent, RequestHeader: header}
 		var staleErr *StaleConnectionError

@@ -15,6 +15,13 @@ type Limiter interface {
 	Drain()
 }
 
+// Settler is a Limiter that wants to know when the attempt a token was taken for has ended
+// (answered or not): the engine calls Settled once for each Wait that returned nil, before the
+// answer's Observe. A limiter that keeps the server's level uses it to count requests in flight.
+type Settler interface {
+	Settled()
+}
+
 // BudgetWaitError says that the token the limiter would give comes after the context's
 // deadline, so it was not waited for.
 type BudgetWaitError struct {

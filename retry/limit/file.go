@@ -45,7 +45,7 @@ type FileLimiter struct {
 }
 
 // stateSize is the fixed size of the state record, so updates never truncate.
-const stateSize = 64
+const stateSize = 128
 
 // NewFileLimiter opens (or creates, mode 0600) the state file at path for a bucket of burst
 // tokens refilling at perSecond. A nil clock is the system clock.
@@ -72,10 +72,11 @@ func (l *FileLimiter) Close() error {
 }
 
 // state is the bucket: tokens in [0, burst] at time last; a last ahead of the clock is a debt:
-// tokens taken that come only then.
+// tokens taken that come only then. lvl is the organization's level (Headroom's), shared too.
 type state struct {
 	tokens float64
 	last   time.Time
+	lvl    Level
 }
 
 // maxDebt is how far ahead of the clock a state's time may be: the tokens of a full burst and a
@@ -113,21 +114,38 @@ func (l *FileLimiter) read(now time.Time) state {
 	if n == 0 && (err == nil || errors.Is(err, io.EOF)) {
 		return state{tokens: l.burst, last: now} // a new bucket starts full
 	}
-	var tokens float64
-	var nanos int64
-	if _, err := fmt.Sscanf(strings.TrimSpace(string(buf[:n])), "v1 %g %d", &tokens, &nanos); err != nil ||
-		math.IsNaN(tokens) || tokens < 0 || tokens > l.burst {
+	var (
+		tokens, level, off, drawn float64
+		nanos, at                 int64
+	)
+	rec := strings.TrimSpace(string(buf[:n]))
+	_, err = fmt.Sscanf(rec, "v2 %g %d %g %d %g %g", &tokens, &nanos, &level, &at, &off, &drawn)
+	if err != nil {
+		// A record of an earlier version: no level.
+		level, at, off, drawn = 0, 0, 0, 0
+		_, err = fmt.Sscanf(rec, "v1 %g %d", &tokens, &nanos)
+	}
+	if err != nil || math.IsNaN(tokens) || tokens < 0 || tokens > l.burst {
 		return state{tokens: 0, last: now} // damaged: start empty
 	}
 	last := time.Unix(0, nanos)
 	if last.After(now.Add(l.maxDebt())) {
 		return state{tokens: 0, last: now} // a debt no waiter could have run up
 	}
-	return state{tokens: tokens, last: last}
+	s := state{tokens: tokens, last: last}
+	if at != 0 && level >= 0 && level <= l.burst && off >= -l.burst && off <= 0 && !math.IsInf(drawn, 0) && !math.IsNaN(drawn) &&
+		!time.Unix(0, at).After(now.Add(time.Minute)) {
+		s.lvl = Level{N: level, At: time.Unix(0, at), Off: off, Drawn: drawn}
+	}
+	return s
 }
 
 func (l *FileLimiter) write(s state) error {
-	rec := fmt.Sprintf("v1 %.9g %d", s.tokens, s.last.UnixNano())
+	var at int64
+	if s.lvl.Known() {
+		at = s.lvl.At.UnixNano()
+	}
+	rec := fmt.Sprintf("v2 %.9g %d %.9g %d %.9g %.12g", s.tokens, s.last.UnixNano(), s.lvl.N, at, s.lvl.Off, s.lvl.Drawn)
 	rec += strings.Repeat(" ", stateSize-1-len(rec)) + "\n"
 	if _, err := l.file.WriteAt([]byte(rec), 0); err != nil {
 		return fmt.Errorf("limiter state: %w", err)
@@ -152,7 +170,7 @@ func (l *FileLimiter) Wait(ctx context.Context) error {
 			budgetErr = &retry.BudgetWaitError{Wait: wait, Left: max(deadline.Sub(now), 0)}
 			return s
 		}
-		return state{tokens: 0, last: at}
+		return state{tokens: 0, last: at, lvl: s.lvl}
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -197,4 +215,25 @@ func (l *FileLimiter) Tokens() float64 {
 		return s
 	})
 	return t
+}
+
+// TakeLevel takes one token of the shared level when it stays at or above reserve (Levels).
+func (l *FileLimiter) TakeLevel(ctx context.Context, reserve int) (time.Duration, error) {
+	var wait time.Duration
+	err := l.update(ctx, func(s state, now time.Time) state {
+		s.lvl, wait = s.lvl.take(now, l.rate, l.burst, reserve)
+		return s
+	})
+	return wait, err
+}
+
+// SetLevel records the level the server reported in the shared state (Levels).
+func (l *FileLimiter) SetLevel(ctx context.Context, remaining int) (drawn float64, known bool, err error) {
+	err = l.update(ctx, func(s state, now time.Time) state {
+		known = s.lvl.Known()
+		s.lvl = s.lvl.observe(now, l.rate, l.burst, remaining)
+		drawn = s.lvl.Drawn
+		return s
+	})
+	return drawn, known, err
 }

@@ -168,8 +168,19 @@ func TestFileLimiterStateRecord(t *testing.T) {
 	}
 	_ = l.Wait(context.Background())
 	b, _ := os.ReadFile(path)
-	if len(b) != stateSize || !strings.HasPrefix(string(b), "v1 99 ") || b[len(b)-1] != '\n' {
-		t.Fatalf("state record %q (%d bytes), want %d bytes starting v1 99", b, len(b), stateSize)
+	if len(b) != stateSize || !strings.HasPrefix(string(b), "v2 99 ") || !strings.HasSuffix(strings.TrimSpace(string(b)), " 0 0 0 0") || b[len(b)-1] != '\n' {
+		t.Fatalf("state record %q (%d bytes), want %d bytes starting v2 99 (a v1 record read, no level yet)", b, len(b), stateSize)
+	}
+	// The level goes into the record with the bucket, and comes back from it.
+	if _, _, err := l.SetLevel(context.Background(), 42); err != nil {
+		t.Fatal(err)
+	}
+	l2, _ := NewFileLimiter(path, 5, 100, clock)
+	defer l2.Close()
+	drawn, known, _ := l2.SetLevel(context.Background(), 40)
+	b, _ = os.ReadFile(path)
+	if !known || drawn != 2 || len(b) != stateSize || !strings.Contains(string(b), fmt.Sprintf(" 40 %d ", clock.Now().UnixNano())) {
+		t.Fatalf("drawn %v (known %v), want 2 (42 then 40); record %q", drawn, known, b)
 	}
 }
 
@@ -179,6 +190,7 @@ func TestFileLimiterClampsItsState(t *testing.T) {
 	clock := rt.NewFakeClock()
 	for _, rec := range []string{
 		"v1 -1000 %d", "v1 -1e15 %d", "v1 1e300 %d", "v1 101 %d", "v1 NaN %d", "v1 Inf %d", "v1 -Inf %d",
+		"v2 -1 %d 5 1", "v2 101 %d 5 1",
 		fmt.Sprintf("v1 50 %d", clock.Now().Add(10*time.Hour).UnixNano()) + "%.0d",
 	} {
 		path := filepath.Join(t.TempDir(), "s")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"time"
 
@@ -23,6 +24,7 @@ type RedisLimiter struct {
 	lim      *redis_rate.Limiter
 	key      string
 	limit    redis_rate.Limit
+	rate     float64
 	clock    retry.Clock
 	Fallback retry.Limiter
 	OnWarn   func(error)
@@ -67,7 +69,7 @@ func NewRedisLimiter(ctx context.Context, rawURL, key string, perSecond float64,
 		clock = retry.SystemClock{}
 	}
 	return &RedisLimiter{rdb: rdb, lim: redis_rate.NewLimiter(rdb), key: "brellium:" + key,
-		limit: RedisLimit(perSecond, burst), clock: clock, Fallback: NewBucket(perSecond, burst, clock)}, nil
+		limit: RedisLimit(perSecond, burst), rate: perSecond, clock: clock, Fallback: NewBucket(perSecond, burst, clock)}, nil
 }
 
 // Close closes the connection to Redis.
@@ -154,4 +156,80 @@ func (l *RedisLimiter) Drain() {
 	if _, err := l.lim.AllowAtMost(ctx, l.key, l.limit, l.limit.Burst); err != nil {
 		l.failed(err)
 	}
+}
+
+// levelScript keeps the organization's level (Headroom's) in a Redis hash, updated atomically:
+// the arithmetic of Level.take and Level.observe. KEYS[1] is the hash; ARGV is the operation
+// ("take" or "set"), now in milliseconds, rate a second, burst, then the reserve or the level
+// reported. "take" answers the wait in seconds ("0" when taken); "set" the sum of what others
+// drew (Level.Drawn; "" when there was no level).
+var levelScript = redis.NewScript(`
+local n = tonumber(redis.call('HGET', KEYS[1], 'n'))
+local at = tonumber(redis.call('HGET', KEYS[1], 'at'))
+local off = tonumber(redis.call('HGET', KEYS[1], 'o')) or 0
+local drawn = tonumber(redis.call('HGET', KEYS[1], 'd')) or 0
+local now, rate, burst, arg = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local level = nil
+if n and at then
+  level = n
+  if now > at then level = math.min(burst, n + (now - at) / 1000 * rate) end
+end
+local ttl = math.ceil(burst / rate * 1000) + 60000
+if ARGV[1] == 'take' then
+  if not level then return '0' end
+  local need = arg + 1 - level
+  if need > 0 then return tostring(need / rate) end
+  redis.call('HSET', KEYS[1], 'n', tostring(level - 1), 'at', ARGV[2], 'o', tostring(off))
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  return '0'
+end
+local next = arg
+if level and arg > level then next = level + (arg - level) / 2 end
+if level then drawn = drawn + level - arg - off end
+redis.call('HSET', KEYS[1], 'n', tostring(next), 'at', ARGV[2], 'o', tostring(next - arg), 'd', tostring(drawn))
+redis.call('PEXPIRE', KEYS[1], ttl)
+if level then return tostring(drawn) end
+return ''
+`)
+
+func (l *RedisLimiter) level(ctx context.Context, op string, arg int) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	now := float64(l.clock.Now().UnixNano()) / 1e6
+	return levelScript.Run(ctx, l.rdb, []string{l.key + ":level"}, op, strconv.FormatFloat(now, 'f', 3, 64),
+		strconv.FormatFloat(l.rate, 'g', -1, 64), l.limit.Burst, arg).Text()
+}
+
+// TakeLevel takes one token of the level shared in Redis (Levels); while Redis is down, the
+// fallback's.
+func (l *RedisLimiter) TakeLevel(ctx context.Context, reserve int) (time.Duration, error) {
+	if fb, ok := l.Fallback.(Levels); ok && !l.usable() {
+		return fb.TakeLevel(ctx, reserve)
+	}
+	out, err := l.level(ctx, "take", reserve)
+	if err != nil {
+		return 0, err
+	}
+	secs, err := strconv.ParseFloat(out, 64)
+	if err != nil || secs < 0 || secs > 3600 {
+		return 0, fmt.Errorf("the level in Redis: %q", out)
+	}
+	return time.Duration(secs * float64(time.Second)), nil
+}
+
+// SetLevel records the level the server reported, in Redis (Levels).
+func (l *RedisLimiter) SetLevel(ctx context.Context, remaining int) (float64, bool, error) {
+	fb, hasFallback := l.Fallback.(Levels)
+	if hasFallback && !l.usable() {
+		return fb.SetLevel(ctx, remaining)
+	}
+	if hasFallback {
+		_, _, _ = fb.SetLevel(ctx, remaining) // kept current for a fall back, as Observe keeps its bucket
+	}
+	out, err := l.level(ctx, "set", remaining)
+	if err != nil || out == "" {
+		return 0, false, err
+	}
+	drawn, err := strconv.ParseFloat(out, 64)
+	return drawn, err == nil, err
 }

@@ -1,0 +1,224 @@
+package limit
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	rt "github.com/brellium/brellium/internal/retrytest"
+	"github.com/brellium/brellium/internal/testredis"
+	"github.com/brellium/brellium/retry"
+)
+
+// levelPairs are two users of one shared level, for each store: the same process, two file
+// limiters on one state file, two Redis limiters on one key.
+func levelPairs(t *testing.T, clock retry.Clock) map[string][2]Levels {
+	m := NewMemLevels(10, 100, clock)
+	path := filepath.Join(t.TempDir(), "state")
+	fa, _ := NewFileLimiter(path, 10, 100, clock)
+	fb, _ := NewFileLimiter(path, 10, 100, clock)
+	t.Cleanup(func() { fa.Close(); fb.Close() })
+	pairs := map[string][2]Levels{"memory": {m, m}, "file": {fa, fb}}
+	if !testing.Short() {
+		ra, rb := newRedisPair(t, testredis.URL(t), 10, 100, clock)
+		pairs["redis"] = [2]Levels{ra, rb}
+	}
+	return pairs
+}
+
+// The level arithmetic is the same in every store, and every user of a store sees one level:
+// unknown lets everything through; a report sets it; takes stop at the reserve and say how long
+// the refill takes; a report above the count moves it half way.
+func TestLevelsAreSharedAndKeepTheReserve(t *testing.T) {
+	clock := rt.NewFakeClock()
+	for name, p := range levelPairs(t, clock) {
+		a, b := p[0], p[1]
+		ctx := context.Background()
+		if w, err := a.TakeLevel(ctx, 5); w != 0 || err != nil {
+			t.Fatalf("%s: an unknown level waited %v (%v)", name, w, err)
+		}
+		if before, known, err := b.SetLevel(ctx, 8); known || err != nil {
+			t.Fatalf("%s: first report replaced %v (known %v, %v)", name, before, known, err)
+		}
+		// 8 known, reserve 5: two takes (to 7, then 6), the third would leave 5-1: wait.
+		for i := 0; i < 2; i++ {
+			if w, err := []Levels{a, b}[i].TakeLevel(ctx, 5); w != 0 || err != nil {
+				t.Fatalf("%s: take %d waited %v (%v)", name, i+1, w, err)
+			}
+		}
+		if w, _ := a.TakeLevel(ctx, 5); w != 0 {
+			t.Fatalf("%s: take to the reserve waited %v", name, w)
+		}
+		if w, _ := b.TakeLevel(ctx, 5); w != 100*time.Millisecond {
+			t.Fatalf("%s: a take below the reserve waited %v, want one refill at 10/s (100ms)", name, w)
+		}
+		clock.Advance(100 * time.Millisecond)
+		if w, _ := b.TakeLevel(ctx, 5); w != 0 {
+			t.Fatalf("%s: after the refill: waited %v", name, w)
+		}
+		// The count is 5: a report of 2 says others drew 3. A report of 9 then is half believed
+		// (the level is 5.5): it says -7 (answers in flight). A report of 5 says others drew the 4
+		// since the 9, not the 0.5 of the count.
+		prev := 0.0
+		for i, c := range []struct {
+			l         Levels
+			remaining int
+			drawn     float64
+		}{{a, 2, 3}, {b, 9, -7}, {a, 5, 4}} {
+			total, known, err := c.l.SetLevel(ctx, c.remaining)
+			if drawn := total - prev; !known || err != nil || drawn < c.drawn-0.01 || drawn > c.drawn+0.01 {
+				t.Fatalf("%s: report %d (%d): drawn %v (known %v, %v), want %v", name, i+1, c.remaining, drawn, known, err, c.drawn)
+			}
+			prev = total
+		}
+		// The refill stops at the burst.
+		clock.Advance(time.Hour)
+		if total, _, _ := b.SetLevel(ctx, 100); total < prev-0.01 || total > prev+0.01 {
+			t.Fatalf("%s: refilled to the burst, drawn %v, want 0", name, total-prev)
+		}
+	}
+}
+
+type fakeLevels struct {
+	waits []time.Duration
+	err   error
+	set   []int
+}
+
+func (f *fakeLevels) TakeLevel(context.Context, int) (time.Duration, error) {
+	if len(f.waits) == 0 {
+		return 0, f.err
+	}
+	w := f.waits[0]
+	f.waits = f.waits[1:]
+	return w, f.err
+}
+
+func (f *fakeLevels) SetLevel(_ context.Context, r int) (float64, bool, error) {
+	f.set = append(f.set, r)
+	return 0, false, f.err
+}
+
+// The answers do not count the requests still in flight: they are taken off the report.
+func TestHeadroomTakesRequestsInFlightOffTheReport(t *testing.T) {
+	clock := rt.NewFakeClock()
+	lv := NewMemLevels(10, 100, clock)
+	h := &Headroom{Limiter: Off{}, Levels: lv, Reserve: 5, Rate: 10, Clock: clock}
+	ctx := context.Background()
+	for range 4 {
+		_ = h.Wait(ctx)
+	}
+	h.Settled()
+	h.Observe(8) // one answered; three in flight: the level is 5
+	if w, _ := lv.TakeLevel(ctx, 5); w != 100*time.Millisecond {
+		t.Fatalf("a take at level 5, reserve 5: waited %v, want one refill", w)
+	}
+	for range 5 {
+		h.Settled() // more than were taken: the count stays at 0
+	}
+	h.Observe(8)
+	if w, _ := lv.TakeLevel(ctx, 5); w != 0 {
+		t.Fatalf("a take at level 8: waited %v", w)
+	}
+}
+
+// Headroom takes a token of the pace, then waits for the level; a wait past the deadline is
+// not taken; a store that fails leaves the pace alone in charge; a 429 empties both.
+func TestHeadroomWaitsForTheLevelAfterThePace(t *testing.T) {
+	clock := rt.NewFakeClock()
+	pace := NewBucket(10, 1, clock)
+	lv := &fakeLevels{waits: []time.Duration{300 * time.Millisecond, 200 * time.Millisecond}}
+	h := &Headroom{Limiter: pace, Levels: lv, Reserve: 10, Rate: 10, Clock: clock}
+	if err := h.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := clock.Sleeps(); len(got) != 2 || got[0] != 300*time.Millisecond || got[1] != 200*time.Millisecond {
+		t.Fatalf("sleeps %v, want the level's two waits", got)
+	}
+	lv.waits = []time.Duration{time.Second}
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(time.Hour))
+	defer cancel()
+	clock.Set(time.Now().Add(time.Hour - 500*time.Millisecond))
+	var bw *retry.BudgetWaitError
+	if err := h.Wait(ctx); !errors.As(err, &bw) {
+		t.Fatalf("a level wait past the deadline: %v", err)
+	}
+	lv.err, lv.waits = errors.New("store down"), []time.Duration{time.Minute}
+	before := len(clock.Sleeps())
+	if err := h.Wait(context.Background()); err != nil || len(clock.Sleeps()) > before+1 {
+		t.Fatalf("a failing store: %v, sleeps %v", err, clock.Sleeps()[before:])
+	}
+	lv.err = nil
+	h.Settled()
+	h.Settled()
+	h.Observe(7)
+	h.Drain()
+	if len(lv.set) != 2 || lv.set[0] != 7 || lv.set[1] != 0 || pace.Tokens() > 0 {
+		t.Fatalf("levels set %v, pace tokens %v", lv.set, pace.Tokens())
+	}
+}
+
+// What the count did not foresee is others' draw: reported once a window ends, when it changed,
+// and again when it stops; a 429 says why at once, once a window.
+func TestHeadroomReportsOthersDraw(t *testing.T) {
+	clock := rt.NewFakeClock()
+	var paces []Pace
+	h := &Headroom{Limiter: Off{}, Levels: NewMemLevels(50, 100, clock), Reserve: 10, Rate: 50, Clock: clock,
+		OnPace: func(p Pace) { paces = append(paces, p) }}
+	ctx := context.Background()
+	level := 50
+	h.Observe(level)
+	// Each 100 ms: brellium takes 3, others 2, the refill gives 5: the level stays, while the
+	// count expects it to grow by 2.
+	for i := 0; i < 100; i++ {
+		for j := 0; j < 3; j++ {
+			_ = h.Wait(ctx)
+			h.Settled()
+		}
+		clock.Advance(100 * time.Millisecond)
+		h.Observe(level)
+	}
+	if len(paces) != 1 || paces[0].Others < 15 || paces[0].Others > 25 || !strings.Contains(paces[0].Why, "others draw ~") ||
+		!strings.Contains(paces[0].Why, "this process sends ~31/s") {
+		t.Fatalf("paces %+v, want one report of ~20/s", paces)
+	}
+	for i := 0; i < 100; i++ {
+		for j := 0; j < 3; j++ {
+			_ = h.Wait(ctx)
+			h.Settled()
+		}
+		clock.Advance(100 * time.Millisecond)
+		level += 2
+		h.Observe(min(level, 100))
+	}
+	if len(paces) != 2 || !strings.Contains(paces[1].Why, "others stopped drawing") {
+		t.Fatalf("paces %+v, want a report that others stopped", paces)
+	}
+	h.Drain()
+	h.Drain()
+	if len(paces) != 3 || !strings.Contains(paces[2].Why, "a 429 although") {
+		t.Fatalf("paces %+v, want one 429 report", paces)
+	}
+}
+
+// A report above the burst the budget knows is capped at it; the reserve arithmetic and the
+// shared record stay within their bounds.
+func TestLevelReportAboveTheBurstIsCapped(t *testing.T) {
+	clock := rt.NewFakeClock()
+	path := filepath.Join(t.TempDir(), "state")
+	l, _ := NewFileLimiter(path, 5, 20, clock)
+	defer l.Close()
+	ctx := context.Background()
+	_, _, _ = l.SetLevel(ctx, 99)
+	for i := 0; i < 18; i++ {
+		if w, err := l.TakeLevel(ctx, 2); w != 0 || err != nil {
+			t.Fatalf("take %d: waited %v (%v): the level was capped at 20", i+1, w, err)
+		}
+	}
+	if w, _ := l.TakeLevel(ctx, 2); w != 200*time.Millisecond {
+		t.Fatalf("take 19 waited %v, want one refill at 5/s: the level read back as known", w)
+	}
+}
