@@ -38,3 +38,15 @@ now() { date +%s.%N; }
 
 # ratio A B : A / B with three decimals.
 ratio() { python3 -c "print(f'{$1/$2:.3f}')"; }
+
+# start_redis : starts a redis-server on a free loopback port and sets REDIS_URL ("" without one).
+start_redis() {
+  REDIS_URL=""
+  command -v redis-server >/dev/null || return 0
+  local port
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --dir "$BENCH_TMP" >/dev/null 2>&1 &
+  BENCH_PIDS+=($!)
+  sleep 0.3
+  REDIS_URL="redis://127.0.0.1:$port/0"
+}

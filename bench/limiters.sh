@@ -13,14 +13,8 @@ build_brellium
 for i in $(seq 1 "$N"); do printf 'GET /v2/audits/00000000-0000-4000-8000-%012d\n' $(( (i % 1000) + 1 )); done >"$BENCH_TMP/in.txt"
 min=$(python3 -c "print(($N-$BURST)/$RATE)")
 
-redis_url=""
-if command -v redis-server >/dev/null; then
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --dir "$BENCH_TMP" >/dev/null 2>&1 &
-  BENCH_PIDS+=($!)
-  sleep 0.3
-  redis_url="redis://127.0.0.1:$port/0"
-fi
+start_redis
+redis_url=$REDIS_URL
 
 printf '%-34s %8s %8s %7s %9s %6s\n' "way (4 workers, N=$N)" "wall s" "min s" "ratio" "requests" "429s"
 row() { # row NAME WALL

@@ -5,7 +5,8 @@
 #   curl --retry 5 loops (xargs -P 4); brellium before --reserve (BEFORE, a git ref, built from
 #   this repository); four brellium batches with --limiter process (a bucket each); brellium now:
 #   --reserve 0, one batch (at --concurrency 4, and 32), four with --limiter local, four with
-#   --limiter redis://… (needs redis-server); and one batch with no neighbour.
+#   --limiter redis://… (needs redis-server); one batch with no neighbour; and one batch with
+#   --rate auto (starting at the documented 5/s, learning the 50/s), with and without neighbour.
 # For each: wall time, the bound the budget leaves, (N - (burst - reserve)) / (rate - neighbour),
 # their ratio, brellium's requests and 429s, the neighbour's requests and 429s while it ran.
 #   bash bench/neighbour.sh      (env: N=1000 BURST=100 RATE=50 NEIGHBOUR=15 NB_BURST=5 BEFORE=6c0e6b2;
@@ -24,14 +25,8 @@ if git -C "$repo" cat-file -e "$BEFORE^{commit}" 2>/dev/null; then
 fi
 for i in $(seq 1 "$N"); do printf 'GET /v2/audits/00000000-0000-4000-8000-%012d\n' $(( (i % 1000) + 1 )); done >"$BENCH_TMP/in.txt"
 
-redis_url=""
-if command -v redis-server >/dev/null; then
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --dir "$BENCH_TMP" >/dev/null 2>&1 &
-  BENCH_PIDS+=($!)
-  sleep 0.3
-  redis_url="redis://127.0.0.1:$port/0"
-fi
+start_redis
+redis_url=$REDIS_URL
 
 echo "organization: burst $BURST, $RATE/s; neighbour: $NEIGHBOUR/s in bursts of $NB_BURST; N=$N GETs; default batch reserve $RESERVE"
 printf '%-40s %7s %7s %6s %12s %14s\n' "way" "wall s" "bound s" "ratio" "brellium 429s" "neighbour 429s"
@@ -92,3 +87,5 @@ batches "brellium (reserve $RESERVE), 4 batches, local" "$BRELLIUM" 4 local "$RE
 if [ -n "$redis_url" ]; then batches "brellium (reserve $RESERVE), 4 batches, redis" "$BRELLIUM" 4 "$redis_url" "$RESERVE" yes
 else echo "brellium --limiter redis: skipped (no redis-server)"; fi
 batches "brellium (reserve $RESERVE), 1 batch, no neighbour" "$BRELLIUM" 1 local "$RESERVE" no
+batches "brellium --rate auto, 1 batch" "$BRELLIUM" 1 local "$RESERVE" yes --rate auto
+batches "brellium --rate auto, 1 batch, no neighbour" "$BRELLIUM" 1 local "$RESERVE" no --rate auto

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/brellium/brellium/emulator"
+	"github.com/brellium/brellium/internal/retrytest"
 )
 
 // No batch line is ok unless its whole body is in the output: a body over --max-body ends its
@@ -73,7 +74,7 @@ func TestBatchCutBodyIsRepeated(t *testing.T) {
 	for _, client := range []string{"fast", "net"} {
 		t.Run(client, func(t *testing.T) {
 			var requests atomic.Int32
-			url := listen(t, func(c net.Conn) {
+			url := retrytest.Listen(t, func(c net.Conn) {
 				if !readRequest(c) {
 					c.Close()
 					return
@@ -108,7 +109,7 @@ func TestBatchAgainstAServerThatClosesConnections(t *testing.T) {
 	h := newHarness(t, emulator.Config{})
 	srv := httptest.NewServer(h.em)
 	defer srv.Close()
-	closing := listen(t, func(c net.Conn) {
+	closing := retrytest.Listen(t, func(c net.Conn) {
 		// One request, its answer from the emulator, then close without Connection: close.
 		br := bufio.NewReader(c)
 		req, err := http.ReadRequest(br)
@@ -146,7 +147,7 @@ func TestBatchAgainstAServerThatClosesConnections(t *testing.T) {
 // Headers over 64 KiB end a batch line as they end a single call: a final error, not repeated.
 func TestBatchHeadersOverTheLimit(t *testing.T) {
 	var requests atomic.Int32
-	url := listen(t, func(c net.Conn) {
+	url := retrytest.Listen(t, func(c net.Conn) {
 		for readRequest(c) {
 			requests.Add(1)
 			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Big: "+strings.Repeat("h", 70<<10)+"\r\nContent-Length: 2\r\n\r\n{}")

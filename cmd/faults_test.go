@@ -13,11 +13,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/brellium/brellium/emulator"
+	"github.com/brellium/brellium/internal/retrytest"
 	"github.com/brellium/brellium/retry/transport"
 )
 
@@ -183,46 +183,6 @@ func doneAttempts(t *testing.T, log string) int {
 	return done.Attempts
 }
 
-// listen starts a loopback listener closed at the end of the test, serving each connection with
-// serve.
-func listen(t *testing.T, serve func(net.Conn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	done := make(chan struct{})
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		close(done)
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() { defer wg.Done(); serve(c); _ = done }()
-		}
-	}()
-	return "http://" + ln.Addr().String()
-}
-
 func refusedServer(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -246,7 +206,7 @@ func readRequest(c net.Conn) bool {
 
 func rawServer(readFirst bool, then func(net.Conn)) func(*testing.T) string {
 	return func(t *testing.T) string {
-		return listen(t, func(c net.Conn) {
+		return retrytest.Listen(t, func(c net.Conn) {
 			if readFirst && !readRequest(c) {
 				c.Close()
 				return

@@ -112,3 +112,39 @@ func TestRequestCommandTakesAMethod(t *testing.T) {
 		t.Fatalf("request: %+v %v", o, err)
 	}
 }
+
+// --rate auto (or BRELLIUM_RATE=auto) starts at the documented rate and learns; a number turns
+// learning off again; --reserve and BRELLIUM_RESERVE are checked against the burst.
+func TestRateAutoAndReserveFlags(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		args []string
+		rate float64
+		auto bool
+	}{
+		{nil, []string{"get", "/x", "--rate", "auto"}, 5, true},
+		{nil, []string{"get", "/x", "--rate", "AUTO"}, 5, true},
+		{map[string]string{"BRELLIUM_RATE": "auto"}, []string{"get", "/x"}, 5, true},
+		{map[string]string{"BRELLIUM_RATE": "auto"}, []string{"get", "/x", "--rate", "7"}, 7, false},
+		{nil, []string{"get", "/x", "--rate", "auto", "--rate", "2.5"}, 2.5, false},
+		{nil, []string{"get", "/x"}, 5, false},
+	} {
+		_, g, err := parse(t, c.env, getCmd, c.args...)
+		if err != nil || g.Rate != c.rate || g.RateAuto != c.auto {
+			t.Errorf("%v %v: rate %v auto %v (%v), want %v %v", c.env, c.args, g.Rate, g.RateAuto, err, c.rate, c.auto)
+		}
+	}
+	_, g, err := parse(t, map[string]string{"BRELLIUM_RESERVE": "7"}, getCmd, "get", "/x", "--burst", "50")
+	if err != nil || g.Reserve != 7 {
+		t.Errorf("BRELLIUM_RESERVE=7: %d %v", g.Reserve, err)
+	}
+	_, g, err = parse(t, nil, getCmd, "get", "/x")
+	if err != nil || g.Reserve != -1 {
+		t.Errorf("no --reserve: %d %v, want -1 (the command's default)", g.Reserve, err)
+	}
+	for _, args := range [][]string{{"--rate", "fast"}, {"--reserve", "100"}, {"--reserve", "5", "--burst", "5"}, {"--reserve", "-2"}} {
+		if _, _, err := parse(t, nil, getCmd, append([]string{"get", "/x"}, args...)...); err == nil || ExitCode(err) != 2 {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/brellium/brellium/emulator"
+	"github.com/brellium/brellium/internal/retrytest"
 )
 
 // A hostile server's control characters never reach the terminal raw: not in attempt lines,
@@ -24,7 +25,7 @@ func TestServerTextIsInertOnTheTerminal(t *testing.T) {
 	const esc = "\x1b]52;c;cHduZWQ=\x07\x1b[2J\r\nGET /v2/x 200 · done"
 	env, _ := json.Marshal(map[string]any{"error": map[string]string{"code": "E" + esc, "message": strings.Repeat("m", 10000) + esc, "request_id": "r" + esc}})
 	body := string(env)
-	url := listen(t, func(c net.Conn) {
+	url := retrytest.Listen(t, func(c net.Conn) {
 		for readRequest(c) {
 			// (net/http itself refuses control characters in header lines.)
 			fmt.Fprintf(c, "HTTP/1.1 404 Not\x1b[31mFound\u009b2J\r\nContent-Type: application/json\r\nX-Evil: \xc2\x9b31m\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
@@ -276,7 +277,7 @@ func TestBadBytesAreRefusedBeforeSending(t *testing.T) {
 func TestRawBytesArePercentEncoded(t *testing.T) {
 	var mu sync.Mutex
 	var lines []string
-	url := listen(t, func(c net.Conn) {
+	url := retrytest.Listen(t, func(c net.Conn) {
 		buf := make([]byte, 4096)
 		n, _ := c.Read(buf)
 		mu.Lock()

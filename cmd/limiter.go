@@ -41,7 +41,8 @@ func newLimiter(ctx context.Context, f *Factory, mode string, g *GlobalOptions, 
 	if err != nil || levels == nil {
 		return lim, release, err
 	}
-	return &limit.Headroom{Limiter: lim, Levels: levels, Reserve: reserve, Rate: g.Rate, Clock: f.Clock,
+	return &limit.Headroom{Limiter: lim, Levels: levels, Reserve: reserve, Rate: g.Rate, Burst: g.Burst, Clock: f.Clock,
+		Learn: g.RateAuto, MaxRate: maxRate,
 		OnPace: func(p limit.Pace) { logger.Pace(p.Why, p.Others, p.Rate, p.Reserve) }}, release, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/brellium/brellium/emulator"
+	"github.com/brellium/brellium/internal/retrytest"
 )
 
 func TestLargeBodyIsStreamedWhole(t *testing.T) {
@@ -24,7 +25,7 @@ func TestLargeBodyIsStreamedWhole(t *testing.T) {
 // that part, and a repeat would write it twice.
 func TestLargeBodyCutShortIsNotRepeated(t *testing.T) {
 	var requests atomic.Int32
-	url := listen(t, func(c net.Conn) {
+	url := retrytest.Listen(t, func(c net.Conn) {
 		if !readRequest(c) {
 			c.Close()
 			return

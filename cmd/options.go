@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -26,6 +27,35 @@ type GlobalOptions struct {
 	// Reserve is --reserve: the organization's tokens never spent; -1 until set, then the
 	// command's default (a batch's is a tenth of the burst, a single call's 0).
 	Reserve int
+	// RateAuto is --rate auto: Rate starts at the documented rate and rises to the refill the
+	// server's headers show.
+	RateAuto bool
+}
+
+// documentedRate is the API's documented refill, where --rate auto starts.
+const documentedRate = 5
+
+// rateValue is --rate: requests a second, or auto.
+type rateValue struct{ g *GlobalOptions }
+
+func (r rateValue) String() string {
+	if r.g.RateAuto {
+		return "auto"
+	}
+	return strconv.FormatFloat(r.g.Rate, 'g', -1, 64)
+}
+func (r rateValue) Type() string { return "rate" }
+func (r rateValue) Set(s string) error {
+	if strings.EqualFold(strings.TrimSpace(s), "auto") {
+		r.g.Rate, r.g.RateAuto = documentedRate, true
+		return nil
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		return fmt.Errorf("want requests per second or auto")
+	}
+	r.g.Rate, r.g.RateAuto = v, false
+	return nil
 }
 
 // defaultReserve is a batch's reserve: a tenth of the burst, rounded up, and below the burst.
@@ -49,7 +79,8 @@ func (g *GlobalOptions) addFlags(c *cobra.Command, which int) {
 		fl.StringVar(&g.BaseURL, "base-url", DefaultBaseURL, "API origin (env BRELLIUM_BASE_URL)")
 	}
 	if which&budgetFlag != 0 {
-		fl.Float64Var(&g.Rate, "rate", 5, "client budget: requests per second, above 0 and at most 1000000 (env BRELLIUM_RATE)")
+		g.Rate = documentedRate
+		fl.Var(rateValue{g}, "rate", "client budget: requests per second, above 0 and at most 1000000, or auto to learn the refill from the headers (env BRELLIUM_RATE)")
 		fl.IntVar(&g.Burst, "burst", 100, "client budget: burst size, at least 1 (env BRELLIUM_BURST)")
 		fl.StringVar(&g.Limiter, "limiter", "local", "budget scope: local|process|off|redis://HOST:PORT/DB (env BRELLIUM_LIMITER)")
 		fl.IntVar(&g.Reserve, "reserve", -1, "never spend the organization's last N tokens as RateLimit-Remaining reports them (env BRELLIUM_RESERVE; default: batch a tenth of --burst, a single call 0)")
@@ -100,8 +131,8 @@ func (g *GlobalOptions) resolve(c *cobra.Command, f *Factory) error {
 	}
 	err := firstError(
 		fromEnv("base-url", "BRELLIUM_BASE_URL", func(v string) error { g.BaseURL = v; return nil }),
-		fromEnv("rate", "BRELLIUM_RATE", number("BRELLIUM_RATE", "requests per second, a number above 0 and at most 1000000",
-			func(v string) (err error) { g.Rate, err = strconv.ParseFloat(v, 64); return })),
+		fromEnv("rate", "BRELLIUM_RATE", number("BRELLIUM_RATE", "requests per second, a number above 0 and at most 1000000, or auto",
+			rateValue{g}.Set)),
 		fromEnv("burst", "BRELLIUM_BURST", number("BRELLIUM_BURST", "a whole number, at least 1",
 			func(v string) (err error) { g.Burst, err = strconv.Atoi(v); return })),
 		fromEnv("limiter", "BRELLIUM_LIMITER", func(v string) error { g.Limiter = v; return nil }),
@@ -217,13 +248,18 @@ func newRequestOptions() *RequestOptions {
 	}
 }
 
-// addPolicyFlags binds the flags that shape retries and output.
-func addPolicyFlags(fl *pflag.FlagSet, o *RequestOptions) {
+// addRetryFlags binds the flags that cap a call's attempts and time.
+func addRetryFlags(fl *pflag.FlagSet, o *RequestOptions) {
 	fl.IntVar(&o.Retry, "retry", o.Retry, "retries after the first attempt (0 disables)")
 	fl.Var(&o.MaxTime, "max-time", "cap on the whole call, waits included: seconds or a duration like 1m30s (0: none)")
 	fl.Var(&o.Timeout, "timeout", "cap on each attempt (0: none)")
 	fl.Var(&o.BackoffBase, "backoff-base", "full-jitter backoff: the first ceiling")
 	fl.Var(&o.BackoffCap, "backoff-cap", "full-jitter backoff: the largest ceiling")
+}
+
+// addPolicyFlags binds the flags that shape retries and output.
+func addPolicyFlags(fl *pflag.FlagSet, o *RequestOptions) {
+	addRetryFlags(fl, o)
 	fl.BoolVar(&o.Idempotent, "idempotent", false, "this call is safe to repeat")
 	fl.StringVar(&o.IdempotencyKey, "idempotency-key", "", "send Idempotency-Key (KEY, or auto for a random one), the same on every attempt; implies --idempotent")
 	fl.StringArrayVarP(&o.Headers, "header", "H", nil, "extra header 'Name: value' (repeatable)")

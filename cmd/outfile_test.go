@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/brellium/brellium/emulator"
+	"github.com/brellium/brellium/internal/retrytest"
 )
 
 // -o FILE is replaced only by a whole 2xx body: a call that got no answer, or an error, leaves
@@ -76,7 +77,7 @@ func TestOutputFileIsReplacedOnlyByAWhole2xx(t *testing.T) {
 func TestOutputFileOfALargeBodyCutShortIsFetchedAgain(t *testing.T) {
 	const size = 12 << 20
 	var requests atomic.Int32
-	url := listen(t, func(c net.Conn) {
+	url := retrytest.Listen(t, func(c net.Conn) {
 		if !readRequest(c) {
 			c.Close()
 			return
@@ -105,7 +106,7 @@ func TestOutputFileOfALargeBodyCutShortIsFetchedAgain(t *testing.T) {
 func TestLargeErrorBodyIsPrintedWhole(t *testing.T) {
 	const size = 6 << 20
 	body := strings.Repeat("e", size)
-	url := listen(t, func(c net.Conn) {
+	url := retrytest.Listen(t, func(c net.Conn) {
 		if !readRequest(c) {
 			c.Close()
 			return

@@ -292,17 +292,12 @@ func writeOutOf(final output.Final, last *retry.Response) output.WriteOut {
 // callOnce sends the call and writes its answer: the body (or what --jq makes of a 2xx body) to
 // stdout or -o FILE.
 func callOnce(ctx context.Context, f *Factory, sess *session, o *RequestOptions, spec *request.Spec, out *callOutcome) error {
-	ios := f.IOStreams
-	dest := &callBody{out: ios.Out, include: o.Include || o.Method == http.MethodHead, keepAll: o.query != nil}
-	indent, color := ios.IsStdoutTTY() || ios.ColorEnabled(), ios.ColorEnabled()
-	if o.Output != "" && o.Output != "-" {
-		var err error
-		if dest.file, err = createOutFile(o.Output); err != nil {
-			return request.Usagef("-o %s: %v", o.Output, err)
-		}
-		defer dest.file.discard()
-		dest.out, indent, color = dest.file, false, false
+	dest, indent, color, err := openDest(f, o)
+	if err != nil {
+		return err
 	}
+	defer dest.discard()
+	dest.keepAll = o.query != nil
 	policy := sess.policy
 	policy.Body = dest
 	res, callErr := sess.engine.Do(ctx, spec, policy)
@@ -323,6 +318,29 @@ func callOnce(ctx context.Context, f *Factory, sess *session, o *RequestOptions,
 		}
 	}
 	return callErr
+}
+
+// openDest is where the answer of a call goes: stdout, or the temp file of -o FILE, created now
+// so that a bad path costs no request. indent and color say how a JSON body is shown. The caller
+// defers dest.discard.
+func openDest(f *Factory, o *RequestOptions) (dest *callBody, indent, color bool, err error) {
+	ios := f.IOStreams
+	dest = &callBody{out: ios.Out, include: o.Include || o.Method == http.MethodHead}
+	indent, color = ios.IsStdoutTTY() || ios.ColorEnabled(), ios.ColorEnabled()
+	if o.Output != "" && o.Output != "-" {
+		if dest.file, err = createOutFile(o.Output); err != nil {
+			return nil, false, false, request.Usagef("-o %s: %v", o.Output, err)
+		}
+		dest.out, indent, color = dest.file, false, false
+	}
+	return dest, indent, color, nil
+}
+
+// discard removes the temp file of -o that was not committed; nothing for stdout.
+func (b *callBody) discard() {
+	if b.file != nil {
+		b.file.discard()
+	}
 }
 
 // ok2xx reports a whole 2xx answer.

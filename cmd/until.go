@@ -17,6 +17,11 @@ import (
 // next poll would start past it), the last 2xx body is written to stdout, and the call ends as
 // exhausted (exit 4).
 func pollUntil(ctx context.Context, f *Factory, sess *session, o *RequestOptions, spec *request.Spec, out *callOutcome) error {
+	dest, indent, color, err := openDest(f, o)
+	if err != nil {
+		return err
+	}
+	defer dest.discard()
 	clock := sess.engine.Clock
 	if clock == nil {
 		clock = retry.SystemClock{}
@@ -48,7 +53,7 @@ func pollUntil(ctx context.Context, f *Factory, sess *session, o *RequestOptions
 		}
 		if holds {
 			hold.finish("done", fmt.Sprintf("--until %s holds after %d %s", o.until, polls, output.Plural(int64(polls), "poll", "polls")), 0)
-			return callOnceWith(ctx, f, o, last)
+			return writeDone(ctx, dest, o, last, indent, color)
 		}
 		left := maxTime - clock.Now().Sub(start)
 		if maxTime > 0 && poll >= left {
@@ -91,20 +96,9 @@ func writeLast(ctx context.Context, f *Factory, o *RequestOptions, last *retry.R
 	return err
 }
 
-// callOnceWith writes the answer of a call that is done, as callOnce writes one: to stdout or
-// -o FILE, through --jq.
-func callOnceWith(ctx context.Context, f *Factory, o *RequestOptions, r *retry.Response) error {
-	ios := f.IOStreams
-	dest := &callBody{out: ios.Out, include: o.Include}
-	indent, color := ios.IsStdoutTTY() || ios.ColorEnabled(), ios.ColorEnabled()
-	if o.Output != "" && o.Output != "-" {
-		var err error
-		if dest.file, err = createOutFile(o.Output); err != nil {
-			return request.Usagef("-o %s: %v", o.Output, err)
-		}
-		defer dest.file.discard()
-		dest.out, indent, color = dest.file, false, false
-	}
+// writeDone writes the answer of a call that is done, as callOnce writes one: to stdout or -o
+// FILE (committed), through --jq.
+func writeDone(ctx context.Context, dest *callBody, o *RequestOptions, r *retry.Response, indent, color bool) error {
 	if err := writeResponse(ctx, dest, r, o, indent, color); err != nil {
 		return err
 	}

@@ -61,11 +61,7 @@ answers the same documents with fresh upload URLs.`,
 		},
 	}
 	fl := c.Flags()
-	fl.IntVar(&o.Retry, "retry", o.Retry, "retries after the first attempt (0 disables)")
-	fl.Var(&o.MaxTime, "max-time", "cap on the whole upload, waits included: seconds or a duration like 10m (0: none)")
-	fl.Var(&o.Timeout, "timeout", "cap on each attempt (0: none); a large file needs a long one")
-	fl.Var(&o.BackoffBase, "backoff-base", "full-jitter backoff: the first ceiling")
-	fl.Var(&o.BackoffCap, "backoff-cap", "full-jitter backoff: the largest ceiling")
+	addRetryFlags(fl, o.RequestOptions)
 	fl.StringArrayVarP(&o.Headers, "header", "H", nil, "extra header 'Name: value', such as Content-Type (repeatable; no credentials)")
 	fl.BoolVarP(&o.Include, "include", "i", false, "print the status line and headers of the answer")
 	fl.StringVarP(&o.Output, "output", "o", "", "write the answer's body to FILE instead of stdout")

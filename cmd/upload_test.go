@@ -112,6 +112,14 @@ func TestDocumentsFlowEndToEnd(t *testing.T) {
 	if polls := strings.Count(r.errOut, "polling again in 5s"); polls != 3 || !strings.Contains(r.errOut, "holds after 4 polls") {
 		t.Errorf("want 3 polls that go on, then done after 4:\n%s", r.errOut)
 	}
+	// With -o the body that ends the wait goes to the file.
+	out := filepath.Join(dir, "doc.json")
+	if r := h.run("get", "/v2/documents/"+docs[0].ID, "--until", `.status == "processed"`, "-o", out); r.code != 0 || r.out != "" {
+		t.Fatalf("--until -o: exit %d, stdout %q\n%s", r.code, r.out, r.errOut)
+	}
+	if b, err := os.ReadFile(out); err != nil || !strings.Contains(string(b), `"processed"`) {
+		t.Errorf("-o file: %q %v", b, err)
+	}
 	// Once the file is there, a repeat of the POST answers the same document without a URL.
 	if again := h.createDocs("visit-1"); again[0].ID != docs[0].ID || again[0].UploadURL != "" {
 		t.Errorf("repeat after upload: %+v", again)
@@ -241,6 +249,7 @@ func TestUntilEndsWhenMaxTimeComesFirst(t *testing.T) {
 		{"get", "/v2/documents/x", "--poll", "5"},
 		{"get", "/v2/documents/x", "--until", ".a", "--paginate"},
 		{"post", "/v2/documents", "--until", ".a"},
+		{"get", "/v2/documents/x", "--until", ".a", "-o", filepath.Join(t.TempDir(), "missing", "out.json")},
 	} {
 		if r := h.run(args...); r.code != 2 {
 			t.Errorf("%v: exit %d, want 2\n%s", args, r.code, r.errOut)

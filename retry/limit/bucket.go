@@ -71,6 +71,13 @@ func (b *Bucket) Wait(ctx context.Context) error {
 	return nil
 }
 
+// SetRate changes the refill (RateSetter).
+func (b *Bucket) SetRate(perSecond float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lim.SetLimitAt(b.clock.Now(), rate.Limit(perSecond))
+}
+
 // Tokens returns the tokens in the bucket now; negative when waiters hold future tokens.
 func (b *Bucket) Tokens() float64 {
 	b.mu.Lock()

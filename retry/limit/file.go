@@ -45,7 +45,7 @@ type FileLimiter struct {
 }
 
 // stateSize is the fixed size of the state record, so updates never truncate.
-const stateSize = 128
+const stateSize = 192
 
 // NewFileLimiter opens (or creates, mode 0600) the state file at path for a bucket of burst
 // tokens refilling at perSecond. A nil clock is the system clock.
@@ -63,6 +63,14 @@ func NewFileLimiter(path string, perSecond float64, burst int, clock retry.Clock
 	return &FileLimiter{path: path, rate: perSecond, burst: float64(burst), clock: clock,
 		lock: safefile.NewLock(path + ".lock"), file: f, fallback: NewBucket(perSecond, burst, clock),
 		LockWait: 2 * time.Second}, nil
+}
+
+// SetRate changes the refill (RateSetter); the in-process fallback's too.
+func (l *FileLimiter) SetRate(perSecond float64) {
+	l.mu.Lock()
+	l.rate = perSecond
+	l.mu.Unlock()
+	l.fallback.SetRate(perSecond)
 }
 
 // Close releases the state file.
@@ -115,14 +123,14 @@ func (l *FileLimiter) read(now time.Time) state {
 		return state{tokens: l.burst, last: now} // a new bucket starts full
 	}
 	var (
-		tokens, level, off, drawn float64
-		nanos, at                 int64
+		tokens, level, off, drawn, inflight float64
+		nanos, at, inflightAt               int64
 	)
 	rec := strings.TrimSpace(string(buf[:n]))
-	_, err = fmt.Sscanf(rec, "v2 %g %d %g %d %g %g", &tokens, &nanos, &level, &at, &off, &drawn)
+	_, err = fmt.Sscanf(rec, "v2 %g %d %g %d %g %g %g %d", &tokens, &nanos, &level, &at, &off, &drawn, &inflight, &inflightAt)
 	if err != nil {
 		// A record of an earlier version: no level.
-		level, at, off, drawn = 0, 0, 0, 0
+		level, at, off, drawn, inflight, inflightAt = 0, 0, 0, 0, 0, 0
 		_, err = fmt.Sscanf(rec, "v1 %g %d", &tokens, &nanos)
 	}
 	if err != nil || math.IsNaN(tokens) || tokens < 0 || tokens > l.burst {
@@ -136,16 +144,23 @@ func (l *FileLimiter) read(now time.Time) state {
 	if at != 0 && level >= 0 && level <= l.burst && off >= -l.burst && off <= 0 && !math.IsInf(drawn, 0) && !math.IsNaN(drawn) &&
 		!time.Unix(0, at).After(now.Add(time.Minute)) {
 		s.lvl = Level{N: level, At: time.Unix(0, at), Off: off, Drawn: drawn}
+		if inflight > 0 && inflight <= 1e6 && inflightAt != 0 {
+			s.lvl.InFlight, s.lvl.InFlightAt = inflight, time.Unix(0, inflightAt)
+		}
 	}
 	return s
 }
 
 func (l *FileLimiter) write(s state) error {
-	var at int64
+	var at, inflightAt int64
 	if s.lvl.Known() {
 		at = s.lvl.At.UnixNano()
 	}
-	rec := fmt.Sprintf("v2 %.9g %d %.9g %d %.9g %.12g", s.tokens, s.last.UnixNano(), s.lvl.N, at, s.lvl.Off, s.lvl.Drawn)
+	if !s.lvl.InFlightAt.IsZero() {
+		inflightAt = s.lvl.InFlightAt.UnixNano()
+	}
+	rec := fmt.Sprintf("v2 %.9g %d %.9g %d %.9g %.12g %.9g %d", s.tokens, s.last.UnixNano(), s.lvl.N, at, s.lvl.Off, s.lvl.Drawn,
+		s.lvl.InFlight, inflightAt)
 	rec += strings.Repeat(" ", stateSize-1-len(rec)) + "\n"
 	if _, err := l.file.WriteAt([]byte(rec), 0); err != nil {
 		return fmt.Errorf("limiter state: %w", err)
@@ -225,6 +240,14 @@ func (l *FileLimiter) TakeLevel(ctx context.Context, reserve int) (time.Duration
 		return s
 	})
 	return wait, err
+}
+
+// Settle counts the end of a request in flight in the shared state (Levels).
+func (l *FileLimiter) Settle(ctx context.Context) error {
+	return l.update(ctx, func(s state, now time.Time) state {
+		s.lvl = s.lvl.settle(now)
+		return s
+	})
 }
 
 // SetLevel records the level the server reported in the shared state (Levels).

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/brellium/brellium/retry"
@@ -14,12 +13,33 @@ import (
 // Level is the organization's bucket as the server last reported it (RateLimit-Remaining), less
 // the tokens that the budget's users took since: N at At. A zero At is unknown. Off is how far
 // the level was set above the report it came from (see observe); Drawn is the sum of what others
-// drew, as every user of the level has seen it, for the estimate of their rate.
+// drew, as every user of the level has seen it, for the estimate of their rate. InFlight counts the
+// requests of every user that took a token of the level and have not ended, since InFlightAt.
 type Level struct {
-	N     float64
-	At    time.Time
-	Off   float64
-	Drawn float64
+	N          float64
+	At         time.Time
+	Off        float64
+	Drawn      float64
+	InFlight   float64
+	InFlightAt time.Time
+}
+
+// staleInFlight is how long a count of requests in flight that nothing updates is kept: a process
+// that died with requests in flight leaves them counted that long at most.
+const staleInFlight = time.Minute
+
+// inFlight is the count of requests in flight at now.
+func (l Level) inFlight(now time.Time) float64 {
+	if now.Sub(l.InFlightAt) > staleInFlight {
+		return 0
+	}
+	return l.InFlight
+}
+
+// settle is the level after one request in flight ended.
+func (l Level) settle(now time.Time) Level {
+	l.InFlight, l.InFlightAt = math.Max(0, l.inFlight(now)-1), now
+	return l
 }
 
 // Known reports whether the server has reported a level.
@@ -37,33 +57,37 @@ func (l Level) Now(now time.Time, rate, burst float64) float64 {
 // reserve; else the wait until it would (at rate, counting only the refill: others may draw more).
 func (l Level) take(now time.Time, rate, burst float64, reserve int) (Level, time.Duration) {
 	if !l.Known() {
+		l.InFlight, l.InFlightAt = l.inFlight(now)+1, now
 		return l, 0
 	}
 	n := l.Now(now, rate, burst)
 	if need := float64(reserve) + 1 - n; need > 0 {
 		return l, time.Duration(need / rate * float64(time.Second))
 	}
-	return Level{N: n - 1, At: now, Off: l.Off, Drawn: l.Drawn}, 0
+	l.N, l.At, l.InFlight, l.InFlightAt = n-1, now, l.inFlight(now)+1, now
+	return l, 0
 }
 
 // observe is the level after the server reported remaining at now, with what others drew since
-// the last report (what the count did not foresee) added to Drawn. A lower report is taken as it is: others drew,
-// or the takes were more than counted. A higher one moves the level half way to it: an answer
-// reports the level before the requests still in flight, so a report above the count is half
-// believed, and a count that ran low still comes back within a few answers. The half not believed
-// is kept (Off), so that the next report's surprise is not counted as others' draw twice.
+// the last report (what the count did not foresee) added to Drawn. The report does not count the
+// requests still in flight, which the count already took: they are taken off it. A lower report
+// is then taken as it is: others drew, or the takes were more than counted. A higher one moves the
+// level half way to it: a report can be older than the count (an answer that came late), so it is
+// half believed, and a count that ran low still comes back within a few answers. The half not
+// believed is kept (Off), so that the next report's surprise is not counted as others' draw twice.
 func (l Level) observe(now time.Time, rate, burst float64, remaining int) Level {
 	r := math.Min(float64(remaining), burst) // a server with a larger burst than ours: ours caps
-	r = math.Max(r, 0)
+	r = math.Max(r-l.inFlight(now), 0)
+	next := Level{N: r, At: now, Drawn: l.Drawn, InFlight: l.InFlight, InFlightAt: l.InFlightAt}
 	if !l.Known() {
-		return Level{N: r, At: now, Drawn: l.Drawn}
+		return next
 	}
 	before := l.Now(now, rate, burst)
-	n := r
 	if r > before {
-		n = before + (r-before)/2
+		next.N = before + (r-before)/2
 	}
-	return Level{N: n, At: now, Off: n - r, Drawn: l.Drawn + before - r - l.Off}
+	next.Off, next.Drawn = next.N-r, l.Drawn+before-r-l.Off
+	return next
 }
 
 // Levels keeps the organization's level where every user of a budget sees it: in memory for one
@@ -76,6 +100,8 @@ type Levels interface {
 	// SetLevel records the level the server reported, and returns the sum of what others drew
 	// (Level.Drawn); known is false when there was no level before.
 	SetLevel(ctx context.Context, remaining int) (drawn float64, known bool, err error)
+	// Settle counts the end of a request that TakeLevel let through.
+	Settle(ctx context.Context) error
 }
 
 // MemLevels is the level of one process.
@@ -84,6 +110,13 @@ type MemLevels struct {
 	lvl         Level
 	rate, burst float64
 	clock       retry.Clock
+}
+
+// SetRate changes the refill (RateSetter).
+func (m *MemLevels) SetRate(perSecond float64) {
+	m.mu.Lock()
+	m.rate = perSecond
+	m.mu.Unlock()
 }
 
 // NewMemLevels returns an unknown level that refills at perSecond up to burst.
@@ -101,6 +134,14 @@ func (m *MemLevels) TakeLevel(_ context.Context, reserve int) (time.Duration, er
 	var wait time.Duration
 	m.lvl, wait = m.lvl.take(m.clock.Now(), m.rate, m.burst, reserve)
 	return wait, nil
+}
+
+// Settle counts the end of a request in flight.
+func (m *MemLevels) Settle(context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lvl = m.lvl.settle(m.clock.Now())
+	return nil
 }
 
 // SetLevel records the level the server reported.
@@ -139,17 +180,25 @@ type Headroom struct {
 	Levels  Levels
 	Reserve int
 	Rate    float64
+	Burst   int
 	Clock   retry.Clock
 	// OnPace, when set, hears when the estimate of the others' draw changes.
 	OnPace func(Pace)
-
-	// inflight counts this process's requests that took a token and have not ended.
-	inflight atomic.Int64
+	// Learn (--rate auto) raises Rate, the pace's and the level's, to the refill the reports
+	// show: when the level grows faster than Rate refills it, to the rate it grew at; when it
+	// stays high for a whole window while brellium sends at Rate, twice Rate, to probe, and back
+	// to what the level allows when the probe drew it down. Otherwise it never lowers Rate: a
+	// slower refill shows as others' draw, and the reserve keeps to it.
+	Learn bool
+	// MaxRate caps what Learn raises Rate to; 0 is no cap.
+	MaxRate float64
 
 	mu         sync.Mutex
 	winStart   time.Time
 	drawn0     float64 // Level.Drawn at winStart
 	taken      int
+	lowest     int     // the lowest level reported in the window
+	probedFrom float64 // the rate before the last window's probe, 0 when there was none
 	reported   float64
 	refusedNow bool
 }
@@ -174,7 +223,6 @@ func (h *Headroom) Wait(ctx context.Context) error {
 			h.mu.Lock()
 			h.taken++
 			h.mu.Unlock()
-			h.inflight.Add(1)
 			return nil
 		}
 		if deadline, ok := ctx.Deadline(); ok && clock.Now().Add(wait).After(deadline) {
@@ -186,24 +234,17 @@ func (h *Headroom) Wait(ctx context.Context) error {
 	}
 }
 
-// Settled counts the end of an attempt (retry.Settler).
-func (h *Headroom) Settled() {
-	if h.inflight.Add(-1) < 0 {
-		h.inflight.Store(0)
-	}
-}
+// Settled counts the end of an attempt in the shared level (retry.Settler).
+func (h *Headroom) Settled() { _ = h.Levels.Settle(context.Background()) }
 
-// Observe lowers the pace to the server's level and re-anchors the shared level on it. The
-// report does not count this process's requests still in flight (taken before the answer came,
-// after the request it answers): they are taken off it.
+// Observe lowers the pace to the server's level and re-anchors the shared level on it.
 func (h *Headroom) Observe(remaining int) {
-	remaining = max(0, remaining-int(h.inflight.Load()))
 	h.Limiter.Observe(remaining)
 	drawn, known, err := h.Levels.SetLevel(context.Background(), remaining)
 	if err != nil || !known {
 		return
 	}
-	h.account(drawn)
+	h.account(drawn, remaining)
 }
 
 // Drain empties the pace and the level: the server refused a request.
@@ -211,7 +252,7 @@ func (h *Headroom) Drain() {
 	h.Limiter.Drain()
 	_, _, _ = h.Levels.SetLevel(context.Background(), 0)
 	h.mu.Lock()
-	first := !h.refusedNow
+	first, rate := !h.refusedNow, h.Rate
 	h.refusedNow = true
 	h.mu.Unlock()
 	if first && h.OnPace != nil {
@@ -219,31 +260,43 @@ func (h *Headroom) Drain() {
 		if h.Reserve > 0 {
 			why += fmt.Sprintf(" to bring back the reserve of %d", h.Reserve)
 		}
-		h.OnPace(Pace{Rate: h.Rate, Reserve: h.Reserve, Why: why})
+		h.OnPace(Pace{Rate: rate, Reserve: h.Reserve, Why: why})
 	}
 }
 
-// account takes the sum of others' draw, and reports their rate when a window ends and it
-// changed: by a fifth of the rate, and by at least one request a second.
-func (h *Headroom) account(drawn float64) {
+// account takes the sum of others' draw and the level reported, and when a window ends reports
+// the others' rate if it changed (by a fifth of the rate, and by at least one request a second),
+// and with Learn raises the rate to what the reports show.
+func (h *Headroom) account(drawn float64, remaining int) {
 	now := h.clock().Now()
 	h.mu.Lock()
 	if h.winStart.IsZero() {
-		h.winStart, h.drawn0 = now, drawn
+		h.winStart, h.drawn0, h.lowest = now, drawn, remaining
 	}
+	h.lowest = min(h.lowest, remaining)
 	el := now.Sub(h.winStart)
 	if el < paceWindow {
 		h.mu.Unlock()
 		return
 	}
-	p := Pace{Others: math.Max(0, (drawn-h.drawn0)/el.Seconds()), Own: float64(h.taken) / el.Seconds(), Rate: h.Rate, Reserve: h.Reserve}
-	h.winStart, h.drawn0, h.taken, h.refusedNow = now, drawn, 0, false
-	changed := math.Abs(p.Others-h.reported) >= math.Max(1, h.Rate/5)
+	others := (drawn - h.drawn0) / el.Seconds() // below 0: the level grew faster than Rate refills it
+	p := Pace{Others: math.Max(0, others), Own: float64(h.taken) / el.Seconds(), Rate: h.Rate, Reserve: h.Reserve}
+	learned := h.learn(others, p.Own)
+	h.winStart, h.drawn0, h.taken, h.lowest, h.refusedNow = now, drawn, 0, remaining, false
+	// A window that changed the rate measured others against the old one: it says only that.
+	changed := learned == "" && math.Abs(p.Others-h.reported) >= math.Max(1, h.Rate/5)
 	if changed {
 		h.reported = p.Others
 	}
+	rate := h.Rate
 	h.mu.Unlock()
-	if !changed || h.OnPace == nil {
+	if h.OnPace == nil {
+		return
+	}
+	if learned != "" {
+		h.OnPace(Pace{Others: p.Others, Own: p.Own, Rate: rate, Reserve: h.Reserve, Why: learned})
+	}
+	if !changed {
 		return
 	}
 	if p.Others < 1 {
@@ -253,6 +306,58 @@ func (h *Headroom) account(drawn float64) {
 			formatRate(p.Others), formatRate(p.Rate), p.Reserve, formatRate(p.Own))
 	}
 	h.OnPace(p)
+}
+
+// RateSetter is a pace or a level whose rate can change (--rate auto).
+type RateSetter interface{ SetRate(perSecond float64) }
+
+// learn raises the rate at the end of a window, with h.mu held, and says why ("" when it did
+// not): others is the window's unforeseen draw a second (below 0 when the level grew faster than
+// the rate refills it) and own brellium's rate.
+func (h *Headroom) learn(others, own float64) string {
+	if !h.Learn {
+		return ""
+	}
+	old, next, why := h.Rate, h.Rate, ""
+	if from := h.probedFrom; from > 0 {
+		h.probedFrom = 0
+		if others > 0.75*(h.Rate-from) {
+			// The probe's extra pace drew the level down: the refill is nearer the old rate.
+			next = math.Max(h.Rate-others, from)
+			h.setRate(next)
+			return fmt.Sprintf("the level fell at %s/s: the refill is below it; pacing at %s/s (--rate auto)", formatRate(old), formatRate(next))
+		}
+	}
+	switch {
+	case -others > math.Max(0.5, h.Rate/10) && h.lowest < h.Burst:
+		next = h.Rate - others
+		why = "the level grew faster than %s/s refills it"
+	case h.lowest >= h.Burst/2 && own >= 0.8*h.Rate:
+		next = 2 * h.Rate
+		why = "the level stayed above half the burst while brellium sent at %s/s"
+		h.probedFrom = old
+	default:
+		return ""
+	}
+	if h.MaxRate > 0 {
+		next = math.Min(next, h.MaxRate)
+	}
+	if next <= old {
+		h.probedFrom = 0
+		return ""
+	}
+	h.setRate(next)
+	return fmt.Sprintf(why+": pacing at %s/s (--rate auto)", formatRate(old), formatRate(next))
+}
+
+// setRate sets the rate of the headroom, its pace and its level.
+func (h *Headroom) setRate(r float64) {
+	h.Rate = r
+	for _, x := range []any{h.Limiter, h.Levels} {
+		if s, ok := x.(RateSetter); ok {
+			s.SetRate(r)
+		}
+	}
 }
 
 func formatRate(r float64) string {

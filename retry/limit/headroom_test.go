@@ -40,6 +40,7 @@ func TestLevelsAreSharedAndKeepTheReserve(t *testing.T) {
 		if w, err := a.TakeLevel(ctx, 5); w != 0 || err != nil {
 			t.Fatalf("%s: an unknown level waited %v (%v)", name, w, err)
 		}
+		_ = a.Settle(ctx)
 		if before, known, err := b.SetLevel(ctx, 8); known || err != nil {
 			t.Fatalf("%s: first report replaced %v (known %v, %v)", name, before, known, err)
 		}
@@ -59,10 +60,24 @@ func TestLevelsAreSharedAndKeepTheReserve(t *testing.T) {
 		if w, _ := b.TakeLevel(ctx, 5); w != 0 {
 			t.Fatalf("%s: after the refill: waited %v", name, w)
 		}
+		// Four requests are in flight: a report of 9 counts none of them, so the level is 5.
+		if _, _, err := a.SetLevel(ctx, 9); err != nil {
+			t.Fatal(err)
+		}
+		if w, _ := b.TakeLevel(ctx, 4); w != 0 {
+			t.Fatalf("%s: a take at 5, reserve 4: waited %v", name, w)
+		}
+		if w, _ := a.TakeLevel(ctx, 4); w != 100*time.Millisecond {
+			t.Fatalf("%s: a take at 4, reserve 4: waited %v: the requests in flight were not taken off the report", name, w)
+		}
+		for i := 0; i < 5; i++ {
+			_ = []Levels{a, b}[i%2].Settle(ctx)
+		}
+		prev, _, _ := b.SetLevel(ctx, 4) // as counted: nothing drawn
+		clock.Advance(100 * time.Millisecond)
 		// The count is 5: a report of 2 says others drew 3. A report of 9 then is half believed
 		// (the level is 5.5): it says -7 (answers in flight). A report of 5 says others drew the 4
 		// since the 9, not the 0.5 of the count.
-		prev := 0.0
 		for i, c := range []struct {
 			l         Levels
 			remaining int
@@ -96,6 +111,8 @@ func (f *fakeLevels) TakeLevel(context.Context, int) (time.Duration, error) {
 	f.waits = f.waits[1:]
 	return w, f.err
 }
+
+func (f *fakeLevels) Settle(context.Context) error { return f.err }
 
 func (f *fakeLevels) SetLevel(_ context.Context, r int) (float64, bool, error) {
 	f.set = append(f.set, r)
@@ -220,5 +237,60 @@ func TestLevelReportAboveTheBurstIsCapped(t *testing.T) {
 	}
 	if w, _ := l.TakeLevel(ctx, 2); w != 200*time.Millisecond {
 		t.Fatalf("take 19 waited %v, want one refill at 5/s: the level read back as known", w)
+	}
+}
+
+// --rate auto: a level that grows faster than the rate refills it raises the rate to what it
+// grew at; a level that stays high while brellium sends at the rate doubles it; a slower refill
+// lowers nothing. The pace and the level follow, and the log says so.
+func TestHeadroomLearnsTheRefill(t *testing.T) {
+	clock := rt.NewFakeClock()
+	var paces []Pace
+	pace, levels := NewBucket(5, 100, clock), NewMemLevels(5, 100, clock)
+	h := &Headroom{Limiter: pace, Levels: levels, Reserve: 10, Rate: 5, Burst: 100, Clock: clock, Learn: true, MaxRate: 1000,
+		OnPace: func(p Pace) { paces = append(paces, p) }}
+	ctx := context.Background()
+	// The server refills 20/s from a level of 20; brellium sends one request each 100 ms, as its
+	// pace lets it: the level grows faster than 5/s refills it.
+	start, taken := clock.Now(), 0
+	server := func() int {
+		return min(100, 20+int(20*clock.Now().Sub(start).Seconds())-taken)
+	}
+	h.Observe(server())
+	for clock.Now().Sub(start) < 6*time.Second {
+		_ = h.Wait(ctx)
+		taken++
+		h.Settled()
+		clock.Advance(100 * time.Millisecond)
+		h.Observe(server())
+	}
+	if h.Rate < 18 || h.Rate > 22 || len(paces) == 0 || !strings.Contains(paces[0].Why, "--rate auto") {
+		t.Fatalf("rate %v, paces %+v: want about 20/s learned", h.Rate, paces)
+	}
+	if got := levels.rate; got != h.Rate {
+		t.Errorf("the level refills at %v, the pace at %v", got, h.Rate)
+	}
+	// The level stays at the burst while brellium sends at its rate: probe at twice the rate.
+	rate := h.Rate
+	for i := 0; i < 120; i++ {
+		for j := 0; j < int(h.Rate/10); j++ {
+			_ = h.Wait(ctx)
+			h.Settled()
+		}
+		clock.Advance(100 * time.Millisecond)
+		h.Observe(100)
+	}
+	if h.Rate < 2*rate || !strings.Contains(paces[len(paces)-1].Why, "stayed above half the burst") {
+		t.Errorf("rate %v after windows at the burst, want at least %v; paces %+v", h.Rate, 2*rate, paces)
+	}
+	// Without Learn, nothing moves.
+	h2 := &Headroom{Limiter: Off{}, Levels: NewMemLevels(5, 100, clock), Reserve: 10, Rate: 5, Burst: 100, Clock: clock}
+	h2.Observe(20)
+	for i := 0; i < 60; i++ {
+		clock.Advance(100 * time.Millisecond)
+		h2.Observe(20 + 2*i)
+	}
+	if h2.Rate != 5 {
+		t.Errorf("without Learn the rate moved to %v", h2.Rate)
 	}
 }

@@ -72,6 +72,23 @@ func NewRedisLimiter(ctx context.Context, rawURL, key string, perSecond float64,
 		limit: RedisLimit(perSecond, burst), rate: perSecond, clock: clock, Fallback: NewBucket(perSecond, burst, clock)}, nil
 }
 
+// params are the limit and the rate, which SetRate may change.
+func (l *RedisLimiter) params() (redis_rate.Limit, float64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.limit, l.rate
+}
+
+// SetRate changes the refill (RateSetter), and the fallback's.
+func (l *RedisLimiter) SetRate(perSecond float64) {
+	l.mu.Lock()
+	l.rate, l.limit = perSecond, RedisLimit(perSecond, l.limit.Burst)
+	l.mu.Unlock()
+	if s, ok := l.Fallback.(RateSetter); ok {
+		s.SetRate(perSecond)
+	}
+}
+
 // Close closes the connection to Redis.
 func (l *RedisLimiter) Close() error { return l.rdb.Close() }
 
@@ -105,7 +122,8 @@ func (l *RedisLimiter) Wait(ctx context.Context) error {
 		if !l.usable() {
 			return l.Fallback.Wait(ctx)
 		}
-		res, err := l.lim.Allow(ctx, l.key, l.limit)
+		limit, _ := l.params()
+		res, err := l.lim.Allow(ctx, l.key, limit)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -135,13 +153,14 @@ func (l *RedisLimiter) Observe(remaining int) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	res, err := l.lim.AllowN(ctx, l.key, l.limit, 0)
+	limit, _ := l.params()
+	res, err := l.lim.AllowN(ctx, l.key, limit, 0)
 	if err != nil {
 		l.failed(err)
 		return
 	}
 	if excess := res.Remaining - remaining; excess > 0 {
-		_, _ = l.lim.AllowAtMost(ctx, l.key, l.limit, excess)
+		_, _ = l.lim.AllowAtMost(ctx, l.key, limit, excess)
 	}
 }
 
@@ -153,14 +172,15 @@ func (l *RedisLimiter) Drain() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if _, err := l.lim.AllowAtMost(ctx, l.key, l.limit, l.limit.Burst); err != nil {
+	limit, _ := l.params()
+	if _, err := l.lim.AllowAtMost(ctx, l.key, limit, limit.Burst); err != nil {
 		l.failed(err)
 	}
 }
 
 // levelScript keeps the organization's level (Headroom's) in a Redis hash, updated atomically:
 // the arithmetic of Level.take and Level.observe. KEYS[1] is the hash; ARGV is the operation
-// ("take" or "set"), now in milliseconds, rate a second, burst, then the reserve or the level
+// ("take", "set" or "settle"), now in milliseconds, rate a second, burst, then the reserve or the level
 // reported. "take" answers the wait in seconds ("0" when taken); "set" the sum of what others
 // drew (Level.Drawn; "" when there was no level).
 var levelScript = redis.NewScript(`
@@ -168,25 +188,38 @@ local n = tonumber(redis.call('HGET', KEYS[1], 'n'))
 local at = tonumber(redis.call('HGET', KEYS[1], 'at'))
 local off = tonumber(redis.call('HGET', KEYS[1], 'o')) or 0
 local drawn = tonumber(redis.call('HGET', KEYS[1], 'd')) or 0
+local fl = tonumber(redis.call('HGET', KEYS[1], 'f')) or 0
+local flat = tonumber(redis.call('HGET', KEYS[1], 'fat')) or 0
 local now, rate, burst, arg = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+if now - flat > 60000 then fl = 0 end
 local level = nil
 if n and at then
   level = n
   if now > at then level = math.min(burst, n + (now - at) / 1000 * rate) end
 end
 local ttl = math.ceil(burst / rate * 1000) + 60000
-if ARGV[1] == 'take' then
-  if not level then return '0' end
-  local need = arg + 1 - level
-  if need > 0 then return tostring(need / rate) end
-  redis.call('HSET', KEYS[1], 'n', tostring(level - 1), 'at', ARGV[2], 'o', tostring(off))
+if ARGV[1] == 'settle' then
+  redis.call('HSET', KEYS[1], 'f', tostring(math.max(0, fl - 1)), 'fat', ARGV[2])
   redis.call('PEXPIRE', KEYS[1], ttl)
   return '0'
 end
-local next = arg
-if level and arg > level then next = level + (arg - level) / 2 end
-if level then drawn = drawn + level - arg - off end
-redis.call('HSET', KEYS[1], 'n', tostring(next), 'at', ARGV[2], 'o', tostring(next - arg), 'd', tostring(drawn))
+if ARGV[1] == 'take' then
+  if not level then
+    redis.call('HSET', KEYS[1], 'f', tostring(fl + 1), 'fat', ARGV[2])
+    redis.call('PEXPIRE', KEYS[1], ttl)
+    return '0'
+  end
+  local need = arg + 1 - level
+  if need > 0 then return tostring(need / rate) end
+  redis.call('HSET', KEYS[1], 'n', tostring(level - 1), 'at', ARGV[2], 'f', tostring(fl + 1), 'fat', ARGV[2])
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  return '0'
+end
+local r = math.max(0, math.min(arg, burst) - fl)
+local next = r
+if level and r > level then next = level + (r - level) / 2 end
+if level then drawn = drawn + level - r - off end
+redis.call('HSET', KEYS[1], 'n', tostring(next), 'at', ARGV[2], 'o', tostring(next - r), 'd', tostring(drawn))
 redis.call('PEXPIRE', KEYS[1], ttl)
 if level then return tostring(drawn) end
 return ''
@@ -196,8 +229,9 @@ func (l *RedisLimiter) level(ctx context.Context, op string, arg int) (string, e
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	now := float64(l.clock.Now().UnixNano()) / 1e6
+	limit, rate := l.params()
 	return levelScript.Run(ctx, l.rdb, []string{l.key + ":level"}, op, strconv.FormatFloat(now, 'f', 3, 64),
-		strconv.FormatFloat(l.rate, 'g', -1, 64), l.limit.Burst, arg).Text()
+		strconv.FormatFloat(rate, 'g', -1, 64), limit.Burst, arg).Text()
 }
 
 // TakeLevel takes one token of the level shared in Redis (Levels); while Redis is down, the
@@ -215,6 +249,15 @@ func (l *RedisLimiter) TakeLevel(ctx context.Context, reserve int) (time.Duratio
 		return 0, fmt.Errorf("the level in Redis: %q", out)
 	}
 	return time.Duration(secs * float64(time.Second)), nil
+}
+
+// Settle counts the end of a request in flight, in Redis (Levels).
+func (l *RedisLimiter) Settle(ctx context.Context) error {
+	if fb, ok := l.Fallback.(Levels); ok && !l.usable() {
+		return fb.Settle(ctx)
+	}
+	_, err := l.level(ctx, "settle", 0)
+	return err
 }
 
 // SetLevel records the level the server reported, in Redis (Levels).

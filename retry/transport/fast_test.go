@@ -379,53 +379,22 @@ func TestStatusTextOnBothClients(t *testing.T) {
 	}
 }
 
-// rawAnswer serves every connection one fixed answer after reading its request.
+// rawAnswer serves every connection one fixed answer after reading its request, and returns
+// its HOST:PORT.
 func rawAnswer(t *testing.T, answer string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	url := rt.Listen(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
 		for {
-			c, err := l.Accept()
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					_, _ = io.Copy(io.Discard, req.Body)
-					if _, err := io.WriteString(c, answer); err != nil {
-						return
-					}
-				}
-			}()
+			_, _ = io.Copy(io.Discard, req.Body)
+			if _, err := io.WriteString(c, answer); err != nil {
+				return
+			}
 		}
-	}()
-	return l.Addr().String()
+	})
+	return strings.TrimPrefix(url, "http://")
 }
