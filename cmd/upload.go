@@ -51,7 +51,7 @@ answers the same documents with fresh upload URLs.`,
 		Args: exactArgs(2, "UPLOAD_URL and FILE"),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.URL, o.File = args[0], args[1]
-			if err := prepare(c, f, g, o.check); err != nil {
+			if err := prepare(c, f, g, o.RequestOptions.check); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -72,22 +72,6 @@ answers the same documents with fresh upload URLs.`,
 	_ = c.RegisterFlagCompletionFunc("log-format", fixedCompletion("text", "json"))
 	g.addFlags(c, colorFlag)
 	return c
-}
-
-func (o *UploadOptions) check(c *cobra.Command) error {
-	if err := o.RequestOptions.check(c); err != nil {
-		return err
-	}
-	for _, h := range o.Headers {
-		name, _, err := request.ParseHeader(h)
-		if err != nil {
-			return err
-		}
-		if request.CredentialHeader(name) {
-			return request.Usagef("-H %s: an upload carries no credentials (the upload URL is signed; the storage host is not the API)", name)
-		}
-	}
-	return nil
 }
 
 func runUpload(ctx context.Context, f *Factory, g *GlobalOptions, o *UploadOptions) error {
