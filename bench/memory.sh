@@ -19,7 +19,8 @@ sample="GET /v2/audits/a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d"
 timed() {
   local name=$1; shift
   /usr/bin/time -f "%M %e" -o "$BENCH_TMP/$name.time" "$BRELLIUM" "$@" >/dev/null 2>"$BENCH_TMP/$name.err" || true
-  read -r rss WALL_S <"$BENCH_TMP/$name.time"
+  # A command that exits non-zero gets a "Command exited with non-zero status N" line first.
+  read -r rss WALL_S < <(tail -1 "$BENCH_TMP/$name.time")
   RSS_MIB=$(python3 -c "print(f'{$rss/1024:.1f}')")
 }
 
@@ -52,7 +53,7 @@ for q in "bytes=8000000" "bytes=1073741824&gzip=1"; do
     for client in fast net; do
       BRELLIUM_BATCH_CLIENT=$client timed hostile batch "$BENCH_TMP/hostile.txt" --base-url "$EMU_URL" --limiter off --concurrency "$c" -o /dev/null
       printf 'hostile: 24 × %-24s concurrency %-2d %-4s peak RSS %6s MiB (target ≤ 128 MiB) · %s\n' "$q" "$c" "$client" "$RSS_MIB" \
-        "$(sed -n 's/^batch: //p' "$BENCH_TMP/hostile.err" | cut -d· -f1)"
+        "$(sed -n 's/^batch: //p' "$BENCH_TMP/hostile.err" | sed 's/ ·.*//')"
     done
   done
 done
