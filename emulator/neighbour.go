@@ -20,7 +20,7 @@ type Neighbour struct {
 // (at least 1): a burst every third of a second.
 func ParseNeighbour(s string) (Neighbour, error) {
 	rate, rest, _ := strings.Cut(strings.TrimSpace(s), ",")
-	r, err := strconv.ParseFloat(rate, 64)
+	r, err := strconv.ParseFloat(strings.TrimSpace(rate), 64)
 	if err != nil || !(r > 0) || r > 1e5 {
 		return Neighbour{}, fmt.Errorf("invalid --neighbour %q: want RATE[,burst=B], a rate above 0 such as 15", s)
 	}
