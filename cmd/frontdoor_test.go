@@ -220,6 +220,9 @@ func TestWriteOut(t *testing.T) {
 		t.Fatalf("exit %d %q", r.code, r.out)
 	}
 	r = h.run("get", "/v2/audits/missing", "-s", "-o", os.DevNull, "-w", "%{json}")
+	if st, err := os.Stat(os.DevNull); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		t.Fatalf("-o %s replaced the device: %v %v", os.DevNull, st.Mode(), err)
+	}
 	var j map[string]any
 	if err := json.Unmarshal([]byte(r.out), &j); err != nil || r.code != 3 || j["http_code"] != 404.0 || j["exitcode"] != 3.0 || j["outcome"] != "api_error" {
 		t.Fatalf("%%{json}: exit %d %q", r.code, r.out)

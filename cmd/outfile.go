@@ -14,15 +14,39 @@ import (
 
 // outFile is -o FILE of a single call: the body goes to a temporary file beside FILE, which
 // replaces FILE only when a 2xx body has arrived whole. Any other ending leaves FILE as it was.
-// The temporary file is created with mode 0666 less the umask, as curl creates its output.
+// The temporary file is created with mode 0666 less the umask, as curl creates its output, or
+// with the mode of the file it replaces.
+//
+// FILE that is not a regular file (/dev/null, a FIFO, a terminal) is written directly, as curl
+// writes it: a device must never be replaced by a regular file. A symbolic link is followed: the
+// file it points at is replaced, and the link stays.
 type outFile struct {
-	path string
-	tmp  *os.File
+	path   string
+	tmp    *os.File
+	direct bool // tmp is FILE itself
 }
 
-// createOutFile makes the temporary file beside path, before anything is sent, so a bad path
-// never costs a request.
+// createOutFile makes the temporary file beside path (or opens path itself when it is not a
+// regular file), before anything is sent, so a bad path never costs a request.
 func createOutFile(path string) (*outFile, error) {
+	st, err := os.Stat(path)
+	switch {
+	case err == nil && st.IsDir():
+		return nil, errors.New("is a directory")
+	case err == nil && !st.Mode().IsRegular():
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		return &outFile{path: path, tmp: f, direct: true}, nil
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	}
+	if err == nil {
+		if path, err = filepath.EvalSymlinks(path); err != nil {
+			return nil, err
+		}
+	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -38,6 +62,9 @@ func createOutFile(path string) (*outFile, error) {
 		if err != nil {
 			return nil, err
 		}
+		if st != nil {
+			_ = f.Chmod(st.Mode().Perm())
+		}
 		return &outFile{path: path, tmp: f}, nil
 	}
 }
@@ -45,8 +72,12 @@ func createOutFile(path string) (*outFile, error) {
 // Write writes to the temporary file.
 func (o *outFile) Write(p []byte) (int, error) { return o.tmp.Write(p) }
 
-// restart empties the temporary file for another attempt's body.
+// restart empties the temporary file for another attempt's body; what went to a device is gone
+// and nothing is taken back (the engine does not repeat an attempt spilled there).
 func (o *outFile) restart() error {
+	if o.direct {
+		return nil
+	}
 	if err := o.tmp.Truncate(0); err != nil {
 		return err
 	}
@@ -56,6 +87,9 @@ func (o *outFile) restart() error {
 
 // commit puts the temporary file in FILE's place.
 func (o *outFile) commit() error {
+	if o.direct {
+		return o.tmp.Close()
+	}
 	if err := o.tmp.Sync(); err != nil {
 		return err
 	}
@@ -65,10 +99,13 @@ func (o *outFile) commit() error {
 	return os.Rename(o.tmp.Name(), o.path)
 }
 
-// discard removes the temporary file; after commit it does nothing.
+// discard removes the temporary file; after commit it does nothing. FILE written directly is
+// only closed.
 func (o *outFile) discard() {
 	_ = o.tmp.Close()
-	_ = os.Remove(o.tmp.Name())
+	if !o.direct {
+		_ = os.Remove(o.tmp.Name())
+	}
 }
 
 // callBody is where the body of a single call goes: stdout, or -o FILE (2xx bodies only). A
@@ -92,8 +129,8 @@ func (b *callBody) Keep(status int) int64 {
 	return retry.DefaultBody{}.Keep(status)
 }
 
-// Restarts is true for -o FILE: the temporary file can start over.
-func (b *callBody) Restarts() bool { return b.file != nil }
+// Restarts is true for -o FILE: the temporary file can start over (a device cannot).
+func (b *callBody) Restarts() bool { return b.file != nil && !b.file.direct }
 
 func (b *callBody) Spill(r *retry.Response) (io.Writer, error) {
 	if b.keepAll && r.Status >= 200 && r.Status < 300 {

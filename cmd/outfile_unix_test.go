@@ -1,0 +1,89 @@
+//go:build unix
+
+package cmd
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/brellium/brellium/emulator"
+)
+
+// -o FILE that is not a regular file is written, never replaced: `-o /dev/null` is the daily
+// curl idiom (with -w), and a FIFO feeds another program. The same code path serves both; a FIFO
+// is the one a test can make without privileges.
+func TestOutputToAFIFOWritesIntoIt(t *testing.T) {
+	h := newHarness(t, emulator.Config{})
+	fifo := filepath.Join(t.TempDir(), "answers")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		f, err := os.Open(fifo)
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		defer f.Close()
+		b, _ := io.ReadAll(f)
+		got <- string(b)
+	}()
+	r := h.run("get", "/v2/audits/"+emulator.SampleAuditID, "-o", fifo, "-w", "%{http_code}")
+	if r.code != 0 || r.out != "200" {
+		t.Fatalf("exit %d, stdout %q\n%s", r.code, r.out, r.errOut)
+	}
+	select {
+	case body := <-got:
+		if !strings.Contains(body, `"audit_id":"`+emulator.SampleAuditID+`"`) {
+			t.Fatalf("the FIFO's reader got %q", body)
+		}
+	case <-time.After(10 * time.Second): // not a timing check: a reader nobody writes to waits forever
+		t.Fatal("nothing was written into the FIFO")
+	}
+	st, err := os.Lstat(fifo)
+	if err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("the FIFO was replaced: %v %v", st.Mode(), err)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(fifo)); len(entries) != 1 {
+		t.Fatalf("files left in the folder: %v", entries)
+	}
+}
+
+// -o LINK replaces the file the link points at and keeps the link; a replaced file keeps its
+// mode; a folder is refused before anything is sent.
+func TestOutputFileKeepsLinksAndModes(t *testing.T) {
+	h := newHarness(t, emulator.Config{})
+	sample := "/v2/audits/" + emulator.SampleAuditID
+	dir := t.TempDir()
+	target := filepath.Join(dir, "results", "audit.json")
+	_ = os.Mkdir(filepath.Dir(target), 0o700)
+	if err := os.WriteFile(target, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chmod(target, 0o640)
+	link := filepath.Join(dir, "latest.json")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.run("get", sample, "-o", link); r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.errOut)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v %v", st.Mode(), err)
+	}
+	st, err := os.Stat(target)
+	if b, _ := os.ReadFile(target); err != nil || !strings.Contains(string(b), `"audit_id"`) || st.Mode().Perm() != 0o640 {
+		t.Fatalf("target %q, mode %v, %v", b, st.Mode(), err)
+	}
+	before := h.em.Stats().Requests
+	r := h.run("get", sample, "-o", dir)
+	if r.code != 2 || !strings.Contains(r.errOut, "is a directory") || h.em.Stats().Requests != before {
+		t.Fatalf("-o DIR: exit %d, %d requests sent\n%s", r.code, h.em.Stats().Requests-before, r.errOut)
+	}
+}
