@@ -46,6 +46,13 @@ func createOutFile(path string) (*outFile, error) {
 		if path, err = filepath.EvalSymlinks(path); err != nil {
 			return nil, err
 		}
+		// A file the user may not write (0444, another user's) is refused as curl refuses it,
+		// though the folder would let a rename replace it. Opened without O_TRUNC: unchanged.
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		_ = f.Close()
 	}
 	dir, base := filepath.Split(path)
 	if dir == "" {

@@ -56,7 +56,7 @@ func TestOutputToAFIFOWritesIntoIt(t *testing.T) {
 }
 
 // -o LINK replaces the file the link points at and keeps the link; a replaced file keeps its
-// mode; a folder is refused before anything is sent.
+// mode; a read-only file and a folder are refused before anything is sent.
 func TestOutputFileKeepsLinksAndModes(t *testing.T) {
 	h := newHarness(t, emulator.Config{})
 	sample := "/v2/audits/" + emulator.SampleAuditID
@@ -82,6 +82,14 @@ func TestOutputFileKeepsLinksAndModes(t *testing.T) {
 		t.Fatalf("target %q, mode %v, %v", b, st.Mode(), err)
 	}
 	before := h.em.Stats().Requests
+	if os.Geteuid() != 0 { // root may write any file
+		ro := filepath.Join(dir, "kept.json")
+		_ = os.WriteFile(ro, []byte("kept"), 0o444)
+		r := h.run("get", sample, "-o", ro)
+		if b, _ := os.ReadFile(ro); r.code != 2 || !strings.Contains(r.errOut, "permission denied") || string(b) != "kept" || h.em.Stats().Requests != before {
+			t.Fatalf("-o READ-ONLY: exit %d, file %q\n%s", r.code, b, r.errOut)
+		}
+	}
 	r := h.run("get", sample, "-o", dir)
 	if r.code != 2 || !strings.Contains(r.errOut, "is a directory") || h.em.Stats().Requests != before {
 		t.Fatalf("-o DIR: exit %d, %d requests sent\n%s", r.code, h.em.Stats().Requests-before, r.errOut)
