@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/brellium/brellium/output"
 	"github.com/brellium/brellium/retry"
@@ -17,8 +18,9 @@ import (
 // The temporary file is created with mode 0666 less the umask, as curl creates its output, or
 // with the mode of the file it replaces.
 //
-// FILE that is not a regular file (/dev/null, a FIFO, a terminal) is written directly, as curl
-// writes it: a device must never be replaced by a regular file. A symbolic link is followed: the
+// FILE that is not a regular file (/dev/null, a FIFO, a terminal), or any path in /dev or /proc
+// (/dev/stdout redirected to a file), is written directly, as curl writes it: a device must never
+// be replaced by a regular file, nor a file the shell appends to. A symbolic link is followed: the
 // file it points at is replaced, and the link stays.
 type outFile struct {
 	path   string
@@ -33,8 +35,9 @@ func createOutFile(path string) (*outFile, error) {
 	switch {
 	case err == nil && st.IsDir():
 		return nil, errors.New("is a directory")
-	case err == nil && !st.Mode().IsRegular():
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	case err == nil && (!st.Mode().IsRegular() || isSpecialPath(path)):
+		// O_APPEND: /dev/stdout reopens what the shell opened, `>>` or `>` (already emptied).
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -74,6 +77,17 @@ func createOutFile(path string) (*outFile, error) {
 		}
 		return &outFile{path: path, tmp: f}, nil
 	}
+}
+
+// isSpecialPath reports a path in /dev or /proc: /dev/stdout and /dev/fd/N name what the shell
+// opened, and resolve to a regular file when stdout is redirected to one; a rename there would
+// replace the file the shell appends to.
+func isSpecialPath(path string) bool {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	return strings.HasPrefix(abs, "/dev/") || strings.HasPrefix(abs, "/proc/")
 }
 
 // Write writes to the temporary file.

@@ -5,6 +5,7 @@ package cmd
 import (
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -93,5 +94,32 @@ func TestOutputFileKeepsLinksAndModes(t *testing.T) {
 	r := h.run("get", sample, "-o", dir)
 	if r.code != 2 || !strings.Contains(r.errOut, "is a directory") || h.em.Stats().Requests != before {
 		t.Fatalf("-o DIR: exit %d, %d requests sent\n%s", r.code, h.em.Stats().Requests-before, r.errOut)
+	}
+}
+
+// -o /dev/stdout with stdout sent to a file (`>>` here) writes into what the shell opened: a
+// rename would replace the file and lose what it held.
+func TestOutputToDevStdoutKeepsTheShellsFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildBinary(t)
+	em := startEmulator(t, emulator.Config{})
+	log := filepath.Join(t.TempDir(), "log.txt")
+	if err := os.WriteFile(log, []byte("earlier\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(log, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command(bin, "get", "/v2/audits/"+emulator.SampleAuditID, "-s", "-o", "/dev/stdout")
+	c.Env = append(os.Environ(), "BRELLIUM_BASE_URL="+em.URL, "BRELLIUM_ACCESS_TOKEN=t", "BRELLIUM_LIMITER=off")
+	c.Stdout = f
+	err = c.Run()
+	_ = f.Close()
+	b, _ := os.ReadFile(log)
+	if err != nil || !strings.HasPrefix(string(b), "earlier\n{") || !strings.Contains(string(b), `"audit_id"`) {
+		t.Fatalf("%v: the file holds %q", err, b)
 	}
 }
