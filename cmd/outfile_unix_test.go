@@ -57,7 +57,8 @@ func TestOutputToAFIFOWritesIntoIt(t *testing.T) {
 }
 
 // -o LINK replaces the file the link points at and keeps the link; a replaced file keeps its
-// mode; a read-only file and a folder are refused before anything is sent.
+// mode; a read-only file, a missing folder and a folder are refused before anything is sent,
+// and the message names FILE, not the temporary file.
 func TestOutputFileKeepsLinksAndModes(t *testing.T) {
 	h := newHarness(t, emulator.Config{})
 	sample := "/v2/audits/" + emulator.SampleAuditID
@@ -90,6 +91,10 @@ func TestOutputFileKeepsLinksAndModes(t *testing.T) {
 		if b, _ := os.ReadFile(ro); r.code != 2 || !strings.Contains(r.errOut, "permission denied") || string(b) != "kept" || h.em.Stats().Requests != before {
 			t.Fatalf("-o READ-ONLY: exit %d, file %q\n%s", r.code, b, r.errOut)
 		}
+	}
+	missing := filepath.Join(dir, "no-such-folder", "a.json")
+	if r := h.run("get", sample, "-o", missing); r.code != 2 || !strings.Contains(r.errOut, "-o "+missing+": no such file or directory") {
+		t.Fatalf("-o in a missing folder: exit %d\n%s", r.code, r.errOut)
 	}
 	r := h.run("get", sample, "-o", dir)
 	if r.code != 2 || !strings.Contains(r.errOut, "is a directory") || h.em.Stats().Requests != before {

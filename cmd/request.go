@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -329,6 +330,10 @@ func openDest(f *Factory, o *RequestOptions) (dest *callBody, indent, color bool
 	indent, color = ios.IsStdoutTTY() || ios.ColorEnabled(), ios.ColorEnabled()
 	if o.Output != "" && o.Output != "-" {
 		if dest.file, err = createOutFile(o.Output); err != nil {
+			var pe *os.PathError
+			if errors.As(err, &pe) { // the temporary file's name means nothing to the user
+				err = pe.Err
+			}
 			return nil, false, false, request.Usagef("-o %s: %v", o.Output, err)
 		}
 		dest.out, indent, color = dest.file, false, false
