@@ -146,3 +146,31 @@ func TestMaxTimeStopsBeforeANewAttempt(t *testing.T) {
 		t.Fatalf("requests = %d, want 3 (at 0s, 4s, 8s)", tr.Attempts())
 	}
 }
+
+// A call made for another (a token mint for a call with little time left) runs under the
+// caller's deadline: when that is the shorter one, the reason names it, not --max-time.
+func TestMaxTimeReasonNamesTheShorterDeadline(t *testing.T) {
+	for _, c := range []struct {
+		outer time.Duration
+		want  string
+	}{
+		{time.Hour, "--max-time 10s reached"},
+		{5 * time.Second, "left to the call it was made for ran out"},
+	} {
+		clock := rt.NewFakeClock()
+		slow := rt.Func(func(context.Context, *Outgoing) (*Response, bool, error) {
+			clock.Advance(4 * time.Second)
+			return rt.FakeAnswer(500, `{"error":{"code":"INTERNAL"}}`), true, nil
+		})
+		e := &Engine{Sender: &rt.FakeSender{Steps: []rt.Step{slow}}, Clock: clock, Rand: func() float64 { return 0 }}
+		p := DefaultPolicy()
+		p.MaxTime, p.Retries = 10*time.Second, 10
+		ctx, cancel := context.WithTimeout(context.Background(), c.outer)
+		_, err := e.Do(ctx, rt.Spec(t, nil, "GET", "/v2/audits/a", "", false, ""), p)
+		cancel()
+		var ex *ExhaustedError
+		if !errors.As(err, &ex) || !strings.Contains(ex.Reason, c.want) {
+			t.Errorf("caller's deadline %v: err = %v, want %q", c.outer, err, c.want)
+		}
+	}
+}
