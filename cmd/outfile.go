@@ -79,15 +79,28 @@ func createOutFile(path string) (*outFile, error) {
 	}
 }
 
-// isSpecialPath reports a path in /dev or /proc: /dev/stdout and /dev/fd/N name what the shell
-// opened, and resolve to a regular file when stdout is redirected to one; a rename there would
-// replace the file the shell appends to.
+// isSpecialPath reports a path in /dev or /proc, or a link whose chain passes through one:
+// /dev/stdout and /dev/fd/N name what the shell opened, and resolve to a regular file when stdout
+// is redirected to one; a rename there would replace the file the shell appends to.
 func isSpecialPath(path string) bool {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return false
+	for range 40 { // the kernel's own limit on links followed
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return false
+		}
+		if strings.HasPrefix(abs, "/dev/") || strings.HasPrefix(abs, "/proc/") {
+			return true
+		}
+		target, err := os.Readlink(abs)
+		if err != nil {
+			return false // not a link
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(abs), target)
+		}
+		path = target
 	}
-	return strings.HasPrefix(abs, "/dev/") || strings.HasPrefix(abs, "/proc/")
+	return false
 }
 
 // Write writes to the temporary file.

@@ -102,29 +102,35 @@ func TestOutputFileKeepsLinksAndModes(t *testing.T) {
 	}
 }
 
-// -o /dev/stdout with stdout sent to a file (`>>` here) writes into what the shell opened: a
-// rename would replace the file and lose what it held.
+// -o /dev/stdout (here through a link) with stdout sent to a file (`>>` here) writes into what
+// the shell opened: a rename would replace the file and lose what it held.
 func TestOutputToDevStdoutKeepsTheShellsFile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
 	bin := buildBinary(t)
 	em := startEmulator(t, emulator.Config{})
-	log := filepath.Join(t.TempDir(), "log.txt")
-	if err := os.WriteFile(log, []byte("earlier\n"), 0o600); err != nil {
+	link := filepath.Join(t.TempDir(), "out")
+	if err := os.Symlink("/dev/stdout", link); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(log, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := exec.Command(bin, "get", "/v2/audits/"+emulator.SampleAuditID, "-s", "-o", "/dev/stdout")
-	c.Env = append(os.Environ(), "BRELLIUM_BASE_URL="+em.URL, "BRELLIUM_ACCESS_TOKEN=t", "BRELLIUM_LIMITER=off")
-	c.Stdout = f
-	err = c.Run()
-	_ = f.Close()
-	b, _ := os.ReadFile(log)
-	if err != nil || !strings.HasPrefix(string(b), "earlier\n{") || !strings.Contains(string(b), `"audit_id"`) {
-		t.Fatalf("%v: the file holds %q", err, b)
+	for _, out := range []string{"/dev/stdout", link} {
+		log := filepath.Join(t.TempDir(), "log.txt")
+		if err := os.WriteFile(log, []byte("earlier\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(log, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := exec.Command(bin, "get", "/v2/audits/"+emulator.SampleAuditID, "-s", "-o", out)
+		c.Env = append(os.Environ(), "BRELLIUM_BASE_URL="+em.URL, "BRELLIUM_ACCESS_TOKEN=t", "BRELLIUM_LIMITER=off")
+		c.Stdout = f
+		err = c.Run()
+		_ = f.Close()
+		b, _ := os.ReadFile(log)
+		if err != nil || !strings.HasPrefix(string(b), "earlier\n{") || !strings.Contains(string(b), `"audit_id"`) {
+			t.Fatalf("-o %s: %v: the file holds %q", out, err, b)
+		}
 	}
 }
