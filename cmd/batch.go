@@ -189,9 +189,11 @@ func runBatch(ctx context.Context, f *Factory, g *GlobalOptions, o *BatchOptions
 	out := ios.Out
 	var written *batch.LineSet
 	if o.Output != "" && o.Output != "-" {
-		// With a journal the file gathers every run's results; without, it starts anew.
+		// With a journal the file gathers every run's results; without, it starts anew. A
+		// stream (/dev/stdout, a FIFO) is written as stdout is: appended to, never read back.
+		stream := isStream(o.Output)
 		mode := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-		if journal != nil {
+		if journal != nil || stream {
 			mode = os.O_WRONLY | os.O_CREATE | os.O_APPEND
 		}
 		file, err := os.OpenFile(o.Output, mode, 0o600)
@@ -200,7 +202,7 @@ func runBatch(ctx context.Context, f *Factory, g *GlobalOptions, o *BatchOptions
 		}
 		defer file.Close()
 		out = file
-		if journal != nil {
+		if journal != nil && !stream {
 			// The lines that earlier runs wrote; a done line whose result was lost (the process
 			// was killed between the journal and the file) is written again.
 			r, err := os.Open(o.Output)

@@ -35,7 +35,7 @@ func createOutFile(path string) (*outFile, error) {
 	switch {
 	case err == nil && st.IsDir():
 		return nil, errors.New("is a directory")
-	case err == nil && (!st.Mode().IsRegular() || isSpecialPath(path)):
+	case err == nil && isStream(path):
 		// O_APPEND: /dev/stdout reopens what the shell opened, `>>` or `>` (already emptied).
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
@@ -77,6 +77,13 @@ func createOutFile(path string) (*outFile, error) {
 		}
 		return &outFile{path: path, tmp: f}, nil
 	}
+}
+
+// isStream reports an output path that must be written as it is, never replaced, truncated or
+// read back: an existing file that is not a regular file, or a path in /dev or /proc.
+func isStream(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && !st.Mode().IsRegular() || isSpecialPath(path)
 }
 
 // isSpecialPath reports a path in /dev or /proc, or a link whose chain passes through one:

@@ -102,8 +102,9 @@ func TestOutputFileKeepsLinksAndModes(t *testing.T) {
 	}
 }
 
-// -o /dev/stdout (here through a link) with stdout sent to a file (`>>` here) writes into what
-// the shell opened: a rename would replace the file and lose what it held.
+// -o /dev/stdout (or a link to it) with stdout sent to a file (`>>` here) writes into what the
+// shell opened: a rename would replace the file and lose what it held, and batch's truncation
+// would empty it.
 func TestOutputToDevStdoutKeepsTheShellsFile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
@@ -114,7 +115,17 @@ func TestOutputToDevStdoutKeepsTheShellsFile(t *testing.T) {
 	if err := os.Symlink("/dev/stdout", link); err != nil {
 		t.Fatal(err)
 	}
-	for _, out := range []string{"/dev/stdout", link} {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.txt")
+	_ = os.WriteFile(in, []byte("GET /v2/audits/"+emulator.SampleAuditID+"\n"), 0o600)
+	runs := [][]string{
+		{"get", "/v2/audits/" + emulator.SampleAuditID, "-s", "-o", "/dev/stdout"},
+		{"get", "/v2/audits/" + emulator.SampleAuditID, "-s", "-o", link},
+		{"batch", in, "-s", "-o", "/dev/stdout"},
+		// With a journal, -o FILE is read back for the lines it holds: never a stream.
+		{"batch", in, "-s", "-o", "/dev/stdout", "--journal", filepath.Join(dir, "j")},
+	}
+	for _, args := range runs {
 		log := filepath.Join(t.TempDir(), "log.txt")
 		if err := os.WriteFile(log, []byte("earlier\n"), 0o600); err != nil {
 			t.Fatal(err)
@@ -123,14 +134,14 @@ func TestOutputToDevStdoutKeepsTheShellsFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := exec.Command(bin, "get", "/v2/audits/"+emulator.SampleAuditID, "-s", "-o", out)
+		c := exec.Command(bin, args...)
 		c.Env = append(os.Environ(), "BRELLIUM_BASE_URL="+em.URL, "BRELLIUM_ACCESS_TOKEN=t", "BRELLIUM_LIMITER=off")
 		c.Stdout = f
 		err = c.Run()
 		_ = f.Close()
 		b, _ := os.ReadFile(log)
-		if err != nil || !strings.HasPrefix(string(b), "earlier\n{") || !strings.Contains(string(b), `"audit_id"`) {
-			t.Fatalf("-o %s: %v: the file holds %q", out, err, b)
+		if err != nil || !strings.HasPrefix(string(b), "earlier\n{") || !strings.Contains(string(b), `audit_id`) {
+			t.Fatalf("%v: %v: the file holds %q", args, err, b)
 		}
 	}
 }
