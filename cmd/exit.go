@@ -75,3 +75,19 @@ func ExitCode(err error) int {
 	}
 	return exitCodes[o]
 }
+
+// closedStdout reports an error that is stdout's reader going away (| head): the reader's
+// choice, not a failure (exit 0). Only a write of ours out counts: EPIPE is also what a server
+// that closed the connection while a request was being written gives, and that is a failed
+// attempt inside a call's failure.
+func closedStdout(err error) bool {
+	var swe *retry.StreamWriteError
+	if errors.As(err, &swe) {
+		return errors.Is(swe.Err, syscall.EPIPE)
+	}
+	var call interface{ Details() *retry.Failure }
+	if errors.As(err, &call) {
+		return false
+	}
+	return errors.Is(err, syscall.EPIPE)
+}

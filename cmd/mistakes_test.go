@@ -3,12 +3,14 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -138,5 +140,37 @@ func TestBatchExitPrecedenceOfBlockedUnknownAndAuth(t *testing.T) {
 				t.Fatalf("exit %d, want %d\n%s\n%s", r.code, c.code, r.out, r.errOut)
 			}
 		})
+	}
+}
+
+// epipeTransport fails every request as a peer that closed the connection while the request was
+// being written: EPIPE, the same errno as a stdout whose reader went away.
+type epipeTransport struct{}
+
+func (epipeTransport) RoundTrip(*http.Request) (*http.Response, error) {
+	return nil, &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.EPIPE)}
+}
+
+// A broken pipe to the server is a failed attempt like any other; only a broken pipe on stdout
+// (| head) is the reader's choice and exit 0. Seen in the fault matrix: a call that gave up
+// after 3 attempts reported outcome ok, exit 0.
+func TestBrokenPipeToTheServerIsNotSuccess(t *testing.T) {
+	for _, args := range [][]string{
+		{"get", "/v2/audits/" + emulator.SampleAuditID, "--retry", "2"},
+		{"post", "/v2/users", "-d", `{"email":"a@example.com"}`, "--retry", "2"},
+	} {
+		h := newHarness(t, emulator.Config{})
+		h.transport = epipeTransport{}
+		r := h.run(append(args, "--log-format", "json")...)
+		if r.code == 0 || strings.Contains(r.errOut, `"outcome":"ok"`) {
+			t.Errorf("%v: exit %d\n%s", args, r.code, r.errOut)
+		}
+	}
+	// A batch whose lines all failed that way is not ok either.
+	h := newHarness(t, emulator.Config{})
+	h.transport = epipeTransport{}
+	h.stdin = "GET /v2/audits/" + emulator.SampleAuditID + "\n"
+	if r := h.run("batch", "-", "--retry", "1", "-s"); r.code != 4 {
+		t.Errorf("batch: exit %d, want 4\n%s%s", r.code, r.out, r.errOut)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -234,7 +233,7 @@ func (e *ending) finish(err error) error {
 			err = intr
 		}
 	}
-	if errors.Is(err, syscall.EPIPE) {
+	if closedStdout(err) {
 		err = nil // a closed pipe on stdout is the reader's choice, not an error
 	}
 	final := output.Final{Outcome: outcomeOf(err), ExitCode: ExitCode(err), Elapsed: time.Since(e.start), Err: err,

@@ -119,7 +119,7 @@ func Run(ctx context.Context, f *Factory, args []string) int {
 	root.SetOut(f.IOStreams.Out)
 	root.SetErr(f.IOStreams.ErrOut)
 	err := root.ExecuteContext(ctx)
-	if errors.Is(err, syscall.EPIPE) {
+	if closedStdout(err) {
 		return 0 // stdout was closed by its reader (| head): the reader's choice, not an error
 	}
 	var rep *reportedError
