@@ -288,3 +288,56 @@ func TestFileLimiterQueuesWaiters(t *testing.T) {
 type frozen struct{ *rt.FakeClock }
 
 func (frozen) Sleep(context.Context, time.Duration) error { return nil }
+
+// The bucket's arithmetic at its edges: a bucket of one token gives it at once; a part of a
+// token waits only for the rest; a debt up to a full burst and a minute ahead is kept, one
+// further is damage; a level of exactly 0 is a level.
+func TestFileLimiterEdges(t *testing.T) {
+	ctx := context.Background()
+	clock := rt.NewFakeClock()
+	one, _ := NewFileLimiter(filepath.Join(t.TempDir(), "one"), 5, 1, clock)
+	defer one.Close()
+	if err := one.Wait(ctx); err != nil || len(clock.Sleeps()) != 0 {
+		t.Fatalf("a burst of 1 waited %v (%v)", clock.Sleeps(), err)
+	}
+
+	clock = rt.NewFakeClock()
+	half, _ := NewFileLimiter(filepath.Join(t.TempDir(), "half"), 5, 100, clock)
+	defer half.Close()
+	half.Drain()
+	clock.Advance(100 * time.Millisecond) // half a token at 5/s
+	if err := half.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := clock.Sleeps(); len(got) != 1 || got[0] != 100*time.Millisecond {
+		t.Fatalf("half a token there: waited %v, want 100ms", got)
+	}
+
+	now := time.Now()
+	for _, c := range []struct {
+		ahead    time.Duration
+		wantDebt bool
+	}{{20*time.Second + 59*time.Second, true}, {20*time.Second + 61*time.Second, false}} {
+		clock := rt.NewFakeClock()
+		clock.Set(now)
+		path := filepath.Join(t.TempDir(), "debt")
+		rec := fmt.Sprintf("v1 0 %d", now.Add(c.ahead).UnixNano())
+		_ = os.WriteFile(path, []byte(rec+strings.Repeat(" ", stateSize-1-len(rec))+"\n"), 0o600)
+		l, _ := NewFileLimiter(path, 5, 100, clock) // a burst is 20 s of refill
+		if got := l.Tokens(); (got < 0) != c.wantDebt {
+			t.Errorf("a state %v ahead: %v tokens, debt kept %v", c.ahead, got, c.wantDebt)
+		}
+		l.Close()
+	}
+
+	clock = rt.NewFakeClock()
+	path := filepath.Join(t.TempDir(), "level")
+	a, _ := NewFileLimiter(path, 5, 100, clock)
+	defer a.Close()
+	b, _ := NewFileLimiter(path, 5, 100, clock)
+	defer b.Close()
+	_, _, _ = a.SetLevel(ctx, 0)
+	if w, err := b.TakeLevel(ctx, 0); w != 200*time.Millisecond || err != nil {
+		t.Fatalf("a level of 0 read back: wait %v (%v), want 200ms", w, err)
+	}
+}

@@ -294,3 +294,64 @@ func TestHeadroomLearnsTheRefill(t *testing.T) {
 		t.Errorf("without Learn the rate moved to %v", h2.Rate)
 	}
 }
+
+// A 429 the budget did not foresee is said once, with the reserve it waits to bring back when
+// there is one.
+func TestHeadroomDrainSaysWhatItWaitsFor(t *testing.T) {
+	for _, reserve := range []int{0, 10} {
+		var paces []Pace
+		h := &Headroom{Limiter: Off{}, Levels: &fakeLevels{}, Reserve: reserve, Rate: 5, Clock: rt.NewFakeClock(),
+			OnPace: func(p Pace) { paces = append(paces, p) }}
+		h.Drain()
+		if len(paces) != 1 || strings.Contains(paces[0].Why, "reserve") != (reserve > 0) ||
+			(reserve > 0 && !strings.Contains(paces[0].Why, "to bring back the reserve of 10")) {
+			t.Errorf("reserve %d: paces %+v", reserve, paces)
+		}
+	}
+}
+
+// The window's arithmetic at its edges: a window ends at exactly paceWindow; others drawing
+// exactly 1/s are drawing (a change of exactly a fifth of the rate, here 1/s, is reported).
+func TestHeadroomWindowEdges(t *testing.T) {
+	clock := rt.NewFakeClock()
+	var paces []Pace
+	h := &Headroom{Limiter: Off{}, Levels: &fakeLevels{}, Rate: 5, Clock: clock, OnPace: func(p Pace) { paces = append(paces, p) }}
+	h.account(0, 50)
+	clock.Advance(paceWindow)
+	h.account(5, 50) // 5 drawn by others in 5 s
+	if len(paces) != 1 || paces[0].Others != 1 || !strings.Contains(paces[0].Why, "others draw ~1.0/s") {
+		t.Fatalf("paces %+v, want one report of others at 1.0/s", paces)
+	}
+	if formatRate(10) != "10" || formatRate(9.5) != "9.5" {
+		t.Errorf("formatRate: %q %q", formatRate(10), formatRate(9.5))
+	}
+}
+
+// A count of requests in flight that nothing updated for exactly the stale time still counts.
+func TestLevelInFlightAtTheStaleEdge(t *testing.T) {
+	at := time.Unix(1000, 0)
+	l := Level{InFlight: 3, InFlightAt: at}
+	if got := l.inFlight(at.Add(staleInFlight)); got != 3 {
+		t.Errorf("at the edge: %v in flight, want 3", got)
+	}
+	if got := l.inFlight(at.Add(staleInFlight + time.Nanosecond)); got != 0 {
+		t.Errorf("past it: %v in flight, want 0", got)
+	}
+}
+
+// --rate auto's steps one at a time: a probe that drew the level down falls back; a raise
+// needs no cap; a raise the cap stops is no raise (and no probe pending).
+func TestHeadroomLearnSteps(t *testing.T) {
+	h := &Headroom{Learn: true, Rate: 40, Burst: 100, probedFrom: 20, Limiter: Off{}, Levels: &fakeLevels{}}
+	if why := h.learn(18, 40); h.Rate != 22 || !strings.Contains(why, "the level fell at 40/s") || h.probedFrom != 0 {
+		t.Errorf("after a failed probe: rate %v, %q", h.Rate, why)
+	}
+	h = &Headroom{Learn: true, Rate: 10, Burst: 100, lowest: 100, Limiter: Off{}, Levels: &fakeLevels{}}
+	if why := h.learn(0, 10); h.Rate != 20 || h.probedFrom != 10 || !strings.Contains(why, "pacing at 20/s") {
+		t.Errorf("a probe without a cap: rate %v, %q", h.Rate, why)
+	}
+	h = &Headroom{Learn: true, Rate: 10, MaxRate: 10, Burst: 100, lowest: 100, Limiter: Off{}, Levels: &fakeLevels{}}
+	if why := h.learn(0, 10); h.Rate != 10 || why != "" || h.probedFrom != 0 {
+		t.Errorf("at the cap: rate %v, probe from %v, %q", h.Rate, h.probedFrom, why)
+	}
+}
