@@ -55,3 +55,66 @@ func BenchmarkResultEncoding(b *testing.B) {
 		line = r.appendJSON(line[:0])
 	}
 }
+
+// Every byte, alone and among plain text, is quoted as encoding/json quotes it.
+func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		for _, s := range []string{string([]byte{byte(c)}), "a" + string([]byte{byte(c)}) + "z"} {
+			want, _ := json.Marshal(s)
+			if got := appendString(nil, s); !bytes.Equal(got, want) {
+				t.Errorf("byte %#x: %s, want %s", c, got, want)
+			}
+		}
+	}
+	for _, s := range []string{"", "plain", "ü", "a\u2028b", "\x7f", "~"} {
+		want, _ := json.Marshal(s)
+		if got := appendString(nil, s); !bytes.Equal(got, want) {
+			t.Errorf("%q: %s, want %s", s, got, want)
+		}
+	}
+}
+
+// A JSON body is embedded compacted: one that ends with blanks is cut, one with inner line
+// breaks (CR or LF) compacted; a body that is not JSON is quoted.
+func TestAppendBody(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"a":1}` + " \t\r\n":   `{"a":1}`,
+		"{\"a\":\r1}":           `{"a":1}`,
+		"{\"a\":\n 1}\n":        `{"a":1}`,
+		`"str"`:                 `"str"`,
+		"not json":              `"not json"`,
+		"{\"a\":\"x\\ny\"}\n\n": `{"a":"x\ny"}`,
+	} {
+		if got := string(appendBody(nil, []byte(body), false)); got != want {
+			t.Errorf("%q: %s, want %s", body, got, want)
+		}
+	}
+}
+
+// The set of lines holds exactly what was added, at the edges of its words too; a results file
+// gives the line numbers of its result lines, and passes over the rest.
+func TestLineSet(t *testing.T) {
+	s := &LineSet{}
+	in := []int{1, 63, 64, 127, 128, 1000}
+	for _, n := range in {
+		s.add(n)
+	}
+	for n := -1; n <= 1100; n++ {
+		want := false
+		for _, m := range in {
+			want = want || m == n
+		}
+		if s.Has(n) != want {
+			t.Errorf("Has(%d) = %v", n, !want)
+		}
+	}
+	var nilSet *LineSet
+	if nilSet.Has(1) {
+		t.Error("a nil set holds 1")
+	}
+	got, err := ResultLines(bytes.NewBufferString(`{"line":3,"outcome":"ok"}` + "\n" + `{"line":70}` + "\n" +
+		`{"line":0,"outcome":"ok"}` + "\n" + `{"line":-2}` + "\n" + `{"line":x}` + "\n" + `noise` + "\n" + `{"line":9`))
+	if err != nil || !got.Has(3) || !got.Has(70) || got.Has(0) || got.Has(9) || got.Has(-2) {
+		t.Errorf("ResultLines: %v %v", got, err)
+	}
+}
