@@ -289,3 +289,32 @@ func TestJournalCannotBeOpened(t *testing.T) {
 		t.Fatal("a journal in a missing folder was accepted")
 	}
 }
+
+// A torn last record longer than the next record is cut off, not overwritten in part: no byte
+// of it is left in the journal. A blank line between records is passed over. A line number
+// beyond what the index holds (2^32-1) is no record.
+func TestJournalCutsTornBytesAndReadsItsEdges(t *testing.T) {
+	path := journalPath(t)
+	head := `{"v":1,"input":"in","sha256":"s"}` + "\n"
+	torn := `{"line":2,"h":"2","s":"end","outcome":"` + strings.Repeat("x", 300)
+	_ = os.WriteFile(path, []byte(head+`{"line":1,"h":"1","s":"end","outcome":"ok"}`+"\n\n"+torn), 0o600)
+	j, err := OpenJournal(path, "in", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := j.Prior(1, 1); p != Done {
+		t.Errorf("line 1 after a blank line: %v", p)
+	}
+	_ = j.End(3, 3, "ok", false)
+	_ = j.Close()
+	b, _ := os.ReadFile(path)
+	if strings.Contains(string(b), "xxx") || !strings.HasSuffix(string(b), "}\n") {
+		t.Fatalf("the journal kept torn bytes:\n%s", b)
+	}
+	if _, ok := parseEntry([]byte(`{"line":4294967295,"h":"1","s":"start"}`)); !ok {
+		t.Error("line 2^32-1 refused")
+	}
+	if _, ok := parseEntry([]byte(`{"line":4294967296,"h":"1","s":"start"}`)); ok {
+		t.Error("line 2^32 accepted: it would wrap to line 0")
+	}
+}
