@@ -408,3 +408,35 @@ func TestOpenInputCountsTheShardsRequestLines(t *testing.T) {
 		t.Errorf("standard input: %+v", stdin)
 	}
 }
+
+// The counts say how many attempts a 429 refused (a 503 is not one), and how many requests went.
+func TestCountsCountRefusals(t *testing.T) {
+	s := &sender{steps: map[string][]rt.Step{
+		"/a": {rt.APIErr(429, "RATE_LIMITED", "Retry-After", "1"), rt.APIErr(429, "RATE_LIMITED"), rt.Answer(200, `{}`)},
+		"/b": {rt.APIErr(503, "UNAVAILABLE"), rt.Answer(200, `{}`)},
+	}}
+	_, _, counts, err := runBatch(t, context.Background(), s, nil, "GET /a", "GET /b")
+	if tally := counts.Tally(); err != nil || tally.RateLimited != 2 || tally.Requests != 5 || tally.Outcomes["ok"] != 2 {
+		t.Fatalf("tally %+v (%v), want 2 refused of 5 requests", tally, err)
+	}
+}
+
+// An input that is not a regular file (a pipe) has no known length, as standard input has not.
+func TestInputOfUnknownLength(t *testing.T) {
+	if in := NewInput("x", strings.NewReader("")); in.Total != -1 {
+		t.Errorf("NewInput: total %d", in.Total)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Skip(err)
+	}
+	defer w.Close()
+	in, err := OpenInput(fmt.Sprintf("/dev/fd/%d", r.Fd()), nil, Shard{})
+	if err != nil {
+		t.Skip(err) // no /dev/fd here
+	}
+	defer in.Close()
+	if in.Total != -1 || in.SHA256 != "" {
+		t.Errorf("a pipe: %+v", in)
+	}
+}
