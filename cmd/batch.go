@@ -221,8 +221,9 @@ func runBatch(ctx context.Context, f *Factory, g *GlobalOptions, o *BatchOptions
 		}
 	}
 	defer limitMemory(batch.MemoryForBodies + o.maxBody + 40<<20)()
-	extras := sessionExtras{budget: &retry.RetryBudget{Ratio: o.budgetRatio, Min: 10},
-		gate: limit.NewBreaker(o.BreakerFailures, o.BreakerCooldown, nil), reserveByDefault: true}
+	breaker := limit.NewBreaker(o.BreakerFailures, o.BreakerCooldown, nil)
+	breaker.OnChange = logger.Breaker
+	extras := sessionExtras{budget: &retry.RetryBudget{Ratio: o.budgetRatio, Min: 10}, gate: breaker, reserveByDefault: true}
 	sess, err := newSession(ctx, f, g, o.RequestOptions, logger, extras)
 	if err != nil {
 		return report(err, 0)

@@ -92,6 +92,26 @@ func (l *Logger) Pace(why string, others, rate float64, reserve int) {
 	l.println(l.pal.Cyan("pace:") + " " + Inert(why))
 }
 
+// Breaker says that a batch's circuit breaker opened (every worker holds) or closed: "breaker: …"
+// in text, {"event":"breaker","state":"open"|"closed","why":…} in JSON.
+func (l *Logger) Breaker(open bool, why string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.opts.Format == "json" {
+		state := "closed"
+		if open {
+			state = "open"
+		}
+		l.writeJSON(struct {
+			Event string `json:"event"`
+			State string `json:"state"`
+			Why   string `json:"why"`
+		}{"breaker", state, why})
+		return
+	}
+	l.println(l.pal.Yellow("breaker:") + " " + Inert(why))
+}
+
 // Warn writes a warning: "warning: …" in text, {"event":"warning","message":…} in JSON.
 func (l *Logger) Warn(msg string) {
 	l.mu.Lock()

@@ -58,3 +58,24 @@ func TestRedact(t *testing.T) {
 		}
 	}
 }
+
+// The notes that are not attempts (pace, breaker) are one line each: text made inert, JSON with
+// their event name.
+func TestLoggerNotes(t *testing.T) {
+	s, _, _, errOut := Test()
+	l := NewLogger(s, LogOptions{})
+	l.Breaker(true, "holding\x1b[2J")
+	l.Pace("slower", 15, 50, 10)
+	if got := errOut.String(); got != "breaker: holding\\x1b[2J\npace: slower\n" {
+		t.Errorf("text: %q", got)
+	}
+	errOut.Reset()
+	l = NewLogger(s, LogOptions{Format: "json"})
+	l.Breaker(false, "goes on")
+	l.Pace("slower", 15.04, 50, 10)
+	want := `{"event":"breaker","state":"closed","why":"goes on"}` + "\n" +
+		`{"event":"pace","why":"slower","others_per_second":15,"rate":50,"reserve":10}` + "\n"
+	if got := errOut.String(); got != want {
+		t.Errorf("json: %q", got)
+	}
+}

@@ -21,6 +21,10 @@ type Breaker struct {
 	cb       *gobreaker.TwoStepCircuitBreaker[struct{}]
 	clock    retry.Clock
 	cooldown time.Duration
+	failures int
+	// OnChange, when set, hears why the breaker opened or closed, so that a batch that holds
+	// every worker says so.
+	OnChange func(open bool, why string)
 }
 
 // NewBreaker returns a closed breaker. A nil clock is the system clock; gobreaker keeps its own
@@ -29,14 +33,31 @@ func NewBreaker(failures int, cooldown time.Duration, clock retry.Clock) *Breake
 	if clock == nil {
 		clock = retry.SystemClock{}
 	}
-	b := &Breaker{clock: clock, cooldown: cooldown}
+	b := &Breaker{clock: clock, cooldown: cooldown, failures: failures}
 	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
-		Name:        "api",
-		MaxRequests: 1,
-		Timeout:     cooldown,
-		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(failures) },
+		Name:          "api",
+		MaxRequests:   1,
+		Timeout:       cooldown,
+		ReadyToTrip:   func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(failures) },
+		OnStateChange: func(_ string, from, to gobreaker.State) { b.changed(from, to) },
 	})
 	return b
+}
+
+// changed tells OnChange of an open or a close; the half-open step between is not news.
+func (b *Breaker) changed(from, to gobreaker.State) {
+	if b.OnChange == nil {
+		return
+	}
+	hold := retry.FormatDuration(b.cooldown)
+	switch {
+	case to == gobreaker.StateOpen && from == gobreaker.StateHalfOpen:
+		b.OnChange(true, "the probe failed too: every worker holds for another "+hold)
+	case to == gobreaker.StateOpen:
+		b.OnChange(true, fmt.Sprintf("%d attempts in a row failed (5xx or no answer): every worker holds for %s, then one probe decides", b.failures, hold))
+	case to == gobreaker.StateClosed:
+		b.OnChange(false, "the probe went through: every worker goes on")
+	}
 }
 
 // Enter waits while the breaker is open (or while its one probe is out), then lets the attempt

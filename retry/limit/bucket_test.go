@@ -3,7 +3,9 @@ package limit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,6 +151,8 @@ func (c *stoppedClock) Sleep(ctx context.Context, d time.Duration) error {
 func TestBreakerHoldsAttemptsThenProbes(t *testing.T) {
 	clock := rt.NewFakeClock()
 	b := NewBreaker(2, 30*time.Millisecond, clock)
+	var changes []string
+	b.OnChange = func(open bool, why string) { changes = append(changes, fmt.Sprintf("%v %s", open, why)) }
 	for i := 0; i < 2; i++ {
 		done, err := b.Enter(context.Background())
 		if err != nil {
@@ -184,5 +188,21 @@ func TestBreakerHoldsAttemptsThenProbes(t *testing.T) {
 	}
 	if len(clock.Sleeps()) != held {
 		t.Fatal("a closed breaker held attempts")
+	}
+	// The log hears the open and the close, not the half-open step between.
+	want := []string{"true 2 attempts in a row failed (5xx or no answer): every worker holds for 30ms, then one probe decides",
+		"false the probe went through: every worker goes on"}
+	if strings.Join(changes, "\n") != strings.Join(want, "\n") {
+		t.Errorf("changes %q", changes)
+	}
+	// A probe that fails opens it again, and says so.
+	for i := 0; i < 2; i++ {
+		d, _ := b.Enter(context.Background())
+		d(true)
+	}
+	d, _ := b.Enter(context.Background())
+	d(true)
+	if len(changes) != 4 || changes[3] != "true the probe failed too: every worker holds for another 30ms" {
+		t.Errorf("changes %q", changes)
 	}
 }
