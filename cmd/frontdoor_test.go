@@ -162,6 +162,23 @@ func TestPaginateStopsAtAFailingPage(t *testing.T) {
 	if r.code != 3 || strings.Count(r.out, "\n") != 100 || !strings.Contains(r.errOut, "to go on from this page: brellium get '/v2/audits?limit=100&starting_after=") {
 		t.Fatalf("exit %d, %d items\n%s", r.code, strings.Count(r.out, "\n"), r.errOut)
 	}
+	// With -o FILE, FILE is replaced only by every page: a failing page leaves it as it was, and
+	// the hint says the items read were not written.
+	path := filepath.Join(t.TempDir(), "audits.jsonl")
+	_ = os.WriteFile(path, []byte("earlier\n"), 0o600)
+	calls = 0
+	r = h.run("get", "/v2/audits", "-f", "limit=100", "--paginate", "-o", path)
+	if b, _ := os.ReadFile(path); r.code != 3 || r.out != "" || string(b) != "earlier\n" || !strings.Contains(r.errOut, "1 page read and not written: -o "+path) {
+		t.Fatalf("-o, a failing page: exit %d, file %q\n%s", r.code, b, r.errOut)
+	}
+	calls = 2 // the failing answer is behind
+	r = h.run("get", "/v2/audits", "-f", "limit=100", "--paginate", "-o", path)
+	if b, _ := os.ReadFile(path); r.code != 0 || r.out != "" || strings.Count(string(b), "\n") != 250 {
+		t.Fatalf("-o, every page: exit %d, %d lines\n%s", r.code, strings.Count(string(b), "\n"), r.errOut)
+	}
+	if r := h.run("get", "/v2/audits", "--paginate", "-i"); r.code != 2 {
+		t.Fatalf("-i --paginate: exit %d", r.code)
+	}
 }
 
 // Link: rel="next" pages another API's list; a next page on another origin is not followed.

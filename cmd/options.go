@@ -303,6 +303,8 @@ func (o *RequestOptions) check(c *cobra.Command) error {
 		return request.Usagef("'brellium %s' sends no body: use 'brellium request %s PATH -d …' to send one anyway", strings.ToLower(o.Method), o.Method)
 	case o.Paginate && o.Method != http.MethodGet:
 		return request.Usagef("--paginate reads pages with GET: it does not go with %s", o.Method)
+	case o.Paginate && o.Include:
+		return request.Usagef("-i and --paginate do not go together: --paginate prints the items of every page, not their heads")
 	case (o.Slurp || fl.Changed("max-pages")) && !o.Paginate:
 		return request.Usagef("--slurp and --max-pages go with --paginate")
 	case o.MaxPages < 0:

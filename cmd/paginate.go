@@ -20,8 +20,16 @@ import (
 // starting_after=<the last item's id>; another API's with its Link: <…>; rel="next". A page that
 // fails ends the command with its exit code, after the items already printed, and the hint says
 // how to go on from there.
+//
+// With -o FILE the items go to a temporary file that replaces FILE only once every page has
+// arrived, as a single call's whole body does; a page that fails leaves FILE as it was.
 func paginate(ctx context.Context, f *Factory, sess *session, o *RequestOptions, spec *request.Spec, out *callOutcome) error {
-	w := f.IOStreams.Out
+	dest, _, _, err := openDest(f, o)
+	if err != nil {
+		return err
+	}
+	defer dest.discard()
+	w := dest.out
 	var slurped []any
 	emit := func(items []any) error {
 		switch {
@@ -62,7 +70,22 @@ func paginate(ctx context.Context, f *Factory, sess *session, o *RequestOptions,
 			}
 			return nil
 		}
-		return output.WriteJSONValues(w, []any{slurped})
+		if err := output.WriteJSONValues(w, []any{slurped}); err != nil {
+			return &retry.StreamWriteError{Err: err}
+		}
+		return nil
+	}
+	// done ends a list read whole (or up to --max-pages): FILE of -o takes its place now.
+	done := func() error {
+		if err := flush(); err != nil {
+			return err
+		}
+		if dest.file != nil {
+			if err := dest.file.commit(); err != nil {
+				return &retry.StreamWriteError{Err: err}
+			}
+		}
+		return nil
 	}
 	page := spec
 	for n := 1; ; n++ {
@@ -72,8 +95,12 @@ func paginate(ctx context.Context, f *Factory, sess *session, o *RequestOptions,
 			err = request.Usagef("page %d is over %s: too large to read as a list", n, retry.FormatSize(retry.DefaultKeep))
 		}
 		if err != nil {
-			if n > 1 {
-				out.hint = fmt.Sprintf("%d pages read; to go on from this page: brellium get %s --paginate", n-1, shellJoin([]string{page.Path()}))
+			switch {
+			case n > 1 && dest.file != nil && !dest.file.direct:
+				out.hint = fmt.Sprintf("%d page%s read and not written: -o %s is written only once every page has arrived; run it again, or go on from this page: brellium get %s --paginate",
+					n-1, plural(n-1), o.Output, shellJoin([]string{page.Path()}))
+			case n > 1:
+				out.hint = fmt.Sprintf("%d page%s read; to go on from this page: brellium get %s --paginate", n-1, plural(n-1), shellJoin([]string{page.Path()}))
 			}
 			_ = flush()
 			return err
@@ -87,7 +114,7 @@ func paginate(ctx context.Context, f *Factory, sess *session, o *RequestOptions,
 			return err
 		}
 		if next == nil {
-			return flush()
+			return done()
 		}
 		if !request.SameOrigin(next, sess.base) {
 			_ = flush()
@@ -103,7 +130,7 @@ func paginate(ctx context.Context, f *Factory, sess *session, o *RequestOptions,
 			out.hint = fmt.Sprintf("stopped after %d pages (--max-pages); the next page: brellium get %s --paginate", n, shellJoin([]string{following.Path()}))
 			sess.logger.Warn(out.hint)
 			out.hint = ""
-			return flush()
+			return done()
 		}
 		page = following
 	}
