@@ -94,6 +94,7 @@ every line through Go's net/http instead.`,
 	}
 	fl := c.Flags()
 	addPolicyFlags(fl, o.RequestOptions)
+	fl.Lookup("output").Usage = "write the result lines to FILE instead of stdout (with --journal, appended)"
 	fl.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "requests in flight at once (every worker shares the one budget)")
 	fl.StringVar(&o.RetryBudget, "retry-budget", o.RetryBudget, "repeats after 5xx and dropped connections may add at most this share of the requests sent (never fewer than 10)")
 	fl.StringVar(&o.Journal, "journal", "", "append-only journal: a rerun with the same input sends only what is not done (and -o appends)")
