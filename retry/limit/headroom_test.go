@@ -346,6 +346,18 @@ func TestHeadroomLearnSteps(t *testing.T) {
 	if why := h.learn(18, 40); h.Rate != 22 || !strings.Contains(why, "the level fell at 40/s") || h.probedFrom != 0 {
 		t.Errorf("after a failed probe: rate %v, %q", h.Rate, why)
 	}
+	// A probe that drew no more than three quarters of its extra pace stands (here exactly 15 of
+	// 20); others drawing hard without a probe lower nothing: a slower refill looks the same.
+	for _, others := range []float64{14, 15} {
+		h = &Headroom{Learn: true, Rate: 40, Burst: 100, probedFrom: 20, Limiter: Off{}, Levels: &fakeLevels{}}
+		if why := h.learn(others, 40); h.Rate != 40 || why != "" || h.probedFrom != 0 {
+			t.Errorf("a probe with others at %v/s: rate %v, %q", others, h.Rate, why)
+		}
+	}
+	h = &Headroom{Learn: true, Rate: 40, Burst: 100, Limiter: Off{}, Levels: &fakeLevels{}}
+	if why := h.learn(40, 40); h.Rate != 40 || why != "" {
+		t.Errorf("others at 40/s, no probe: rate %v, %q", h.Rate, why)
+	}
 	h = &Headroom{Learn: true, Rate: 10, Burst: 100, lowest: 100, Limiter: Off{}, Levels: &fakeLevels{}}
 	if why := h.learn(0, 10); h.Rate != 20 || h.probedFrom != 10 || !strings.Contains(why, "pacing at 20/s") {
 		t.Errorf("a probe without a cap: rate %v, %q", h.Rate, why)

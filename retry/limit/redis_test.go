@@ -151,6 +151,9 @@ func TestRedisLimiterObserveAndDrainAreShared(t *testing.T) {
 	if n, _ := clock2.total(); n == 0 {
 		t.Fatal("after Drain, a token came at once")
 	}
+	if !d.usable() || !a.usable() {
+		t.Fatal("a Drain or an Observe that Redis answered counted as Redis going away")
+	}
 }
 
 func TestRedisLimiterWithoutAClockUsesTheSystemClock(t *testing.T) {
