@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -20,6 +22,7 @@ import (
 	rt "github.com/brellium/brellium/internal/retrytest"
 	"github.com/brellium/brellium/request"
 	"github.com/brellium/brellium/retry"
+	"github.com/brellium/brellium/retry/transport"
 )
 
 // sender answers by path: each path's steps in turn (the last one again once they run out), and
@@ -438,5 +441,57 @@ func TestInputOfUnknownLength(t *testing.T) {
 	defer in.Close()
 	if in.Total != -1 || in.SHA256 != "" {
 		t.Errorf("a pipe: %+v", in)
+	}
+}
+
+// --max-body: a body over it ends its line with a non-zero outcome whose reason names both
+// flags, never cut into an ok line, however small (under the 128 KiB every line keeps anyway);
+// 0 means the default (8 MiB). Through both real senders: the fake one does not read bodies.
+func TestMaxBodyEndsALineWithoutCuttingIt(t *testing.T) {
+	big := `{"data":"` + strings.Repeat("x", 100) + `"}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/big" {
+			_, _ = w.Write([]byte(big))
+			return
+		}
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+	base, _ := url.Parse(srv.URL)
+	var sender retry.Sender
+	run := func(maxBody int64) map[int]line {
+		var out bytes.Buffer
+		err := Run(context.Background(), Config{
+			Input: NewInput("-", strings.NewReader("GET /big\nGET /small\n")), Out: &out, Concurrency: 1, Base: base,
+			Drain: time.Second, MaxBody: maxBody, Counts: NewCounts(-1), Policy: retry.DefaultPolicy(),
+			Engine: &retry.Engine{Sender: sender, Clock: rt.NewFakeClock(), Rand: rt.FixedRand},
+		})
+		got := map[int]line{}
+		for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			var r line
+			_ = json.Unmarshal([]byte(l), &r)
+			got[r.Line] = r
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for name, s := range map[string]retry.Sender{"net": transport.Net{Transport: transport.NewTransport()},
+		"fast": transport.NewFastClient(ctx, base, 2)} {
+		sender = s
+		got := run(64)
+		if r := got[1]; r.Outcome == "ok" || r.Error == nil || !strings.Contains(r.Error.Reason, "--bodies") || !strings.Contains(r.Error.Reason, "--max-body") || len(r.Body) != 0 {
+			t.Errorf("%s: over --max-body: %+v", name, r)
+		}
+		if r := got[2]; r.Outcome != "ok" {
+			t.Errorf("%s: a small body under --max-body: %+v", name, r)
+		}
+		if r := run(0)[1]; r.Outcome != "ok" || string(r.Body) != big {
+			t.Errorf("%s: the default --max-body: %+v", name, r)
+		}
 	}
 }

@@ -48,8 +48,12 @@ func (lb *lineBody) dir() string { return lb.b.cfg.BodiesDir }
 func (lb *lineBody) Keep(status int) int64 {
 	lb.buf, lb.spilled = nil, false
 	lb.setHeld(keepSmall)
-	if lb.dir() != "" && status >= 200 && status < 300 {
-		return 0
+	if status >= 200 && status < 300 {
+		if lb.dir() != "" {
+			return 0
+		}
+		// A --max-body under keepSmall is the limit too: a larger 2xx body spills and is refused.
+		return min(keepSmall, lb.b.maxBody)
 	}
 	return keepSmall
 }
