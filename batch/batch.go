@@ -150,6 +150,9 @@ type run struct {
 	maxBody int64
 
 	blocked atomic.Bool
+	// outGone is set when a result line could not be written (a closed pipe, a full disk): no
+	// line is sent any more, since its result would be lost.
+	outGone atomic.Bool
 	work    context.Context
 	stop    context.CancelFunc
 
@@ -203,7 +206,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := b.fatalErr(); err != nil {
 		return err
 	}
-	if werr != nil {
+	switch {
+	case errors.Is(werr, ErrOutputClosed):
+		return werr
+	case werr != nil:
 		return fmt.Errorf("writing the results: %w", werr)
 	}
 	return nil
@@ -229,7 +235,7 @@ func (b *run) read(ctx context.Context, jobs chan<- *job, results chan<- *result
 	defer close(jobs)
 	lr := request.NewLineReader(b.cfg.Input.r)
 	for {
-		if ctx.Err() != nil || b.blocked.Load() || b.fatalErr() != nil {
+		if ctx.Err() != nil || b.blocked.Load() || b.outGone.Load() || b.fatalErr() != nil {
 			return
 		}
 		num, text, tooLong, err := lr.Next()
@@ -342,6 +348,8 @@ func (b *run) worker(ctx context.Context, jobs <-chan *job, results chan<- *resu
 		switch {
 		case b.blocked.Load():
 			results <- noSend(j, "skipped", "not sent: the client was blocked (bare 403)")
+		case b.outGone.Load():
+			results <- noSend(j, "skipped", "not sent: the result lines could not be written")
 		case ctx.Err() != nil || b.work.Err() != nil:
 			results <- noSend(j, "skipped", "not sent: interrupted")
 		default:
@@ -488,7 +496,8 @@ func (b *run) end(r *result, record, done bool) {
 }
 
 // write is the single writer: it syncs the journal for each group of results, then writes their
-// lines. A closed pipe is not an error: the reader chose to stop reading.
+// lines. When a line cannot be written, no line is sent any more (the calls in flight end as they
+// would); a closed pipe is not an error: the reader chose to stop reading (| head).
 func (b *run) write(results <-chan *result) error {
 	w := bufio.NewWriterSize(b.cfg.Out, 64<<10)
 	var werr error
@@ -522,6 +531,7 @@ func (b *run) write(results <-chan *result) error {
 				}
 				if _, err := w.Write(out); err != nil {
 					werr = err
+					b.outGone.Store(true)
 				}
 			}
 			if r.release != nil {
@@ -534,11 +544,17 @@ func (b *run) write(results <-chan *result) error {
 			}
 		}
 		if werr == nil {
-			werr = w.Flush()
+			if werr = w.Flush(); werr != nil {
+				b.outGone.Store(true)
+			}
 		}
 	}
 	if werr != nil && errors.Is(werr, syscall.EPIPE) {
-		return nil
+		return ErrOutputClosed
 	}
 	return werr
 }
+
+// ErrOutputClosed is Run's error when the reader of the result lines went away (| head): the
+// reader's choice, not a failure; no line was sent after it.
+var ErrOutputClosed = errors.New("the reader of the result lines stopped reading")

@@ -317,19 +317,29 @@ type failWriter struct{ err error }
 
 func (w failWriter) Write([]byte) (int, error) { return 0, w.err }
 
-// A result file that cannot be written ends the batch with that error; a closed pipe does not:
-// the reader chose to stop.
+// A result file that cannot be written ends the batch with that error; a closed pipe ends it with
+// ErrOutputClosed (the reader chose to stop). Either way no line is sent once a result could not
+// be written: its result would be lost.
 func TestWriteErrors(t *testing.T) {
 	base, _ := url.Parse("https://api.brellium.test")
+	input := strings.Repeat("GET /a\n", 500)
 	for _, c := range []struct {
 		err  error
 		want string
-	}{{errors.New("disk full"), "writing the results: disk full"}, {syscall.EPIPE, ""}} {
-		cfg := Config{Input: NewInput("-", strings.NewReader("GET /a\nGET /b\n")), Out: failWriter{c.err}, Concurrency: 1, Base: base,
-			Engine: &retry.Engine{Sender: &sender{}, Clock: rt.NewFakeClock()}, Policy: retry.DefaultPolicy()}
+	}{{errors.New("disk full"), "writing the results: disk full"}, {syscall.EPIPE, ErrOutputClosed.Error()}} {
+		s := &sender{}
+		counts := NewCounts(-1)
+		cfg := Config{Input: NewInput("-", strings.NewReader(input)), Out: failWriter{c.err}, Concurrency: 2, Base: base,
+			Engine: &retry.Engine{Sender: s, Clock: rt.NewFakeClock()}, Policy: retry.DefaultPolicy(), Counts: counts}
 		err := Run(context.Background(), cfg)
-		if (c.want == "" && err != nil) || (c.want != "" && (err == nil || err.Error() != c.want)) {
+		if err == nil || err.Error() != c.want {
 			t.Errorf("write error %v: Run = %v, want %q", c.err, err, c.want)
+		}
+		if n := len(s.requests()); n > 20 {
+			t.Errorf("write error %v: %d of 500 lines sent after the results could not be written", c.err, n)
+		}
+		if skipped := counts.Tally().Outcomes["skipped"]; skipped == 0 && counts.Tally().Done > int64(len(s.requests())) {
+			t.Errorf("write error %v: lines taken but not sent are not skipped: %+v", c.err, counts.Tally())
 		}
 	}
 }

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -253,14 +254,21 @@ func runBatch(ctx context.Context, f *Factory, g *GlobalOptions, o *BatchOptions
 		cfg.OnLine = progress.Line
 	}
 	fatal := batch.Run(ctx, cfg)
+	// A reader that stopped reading (| head) ends the batch early and quietly, as a closed pipe
+	// ends a single call: exit 0 unless a line written before it failed.
+	closed := errors.Is(fatal, batch.ErrOutputClosed)
+	if closed {
+		fatal = nil
+	}
 	counts := cfg.Counts
 	intr := interruption(ctx)
+	stopped := intr != nil || fatal != nil || closed
 	unread := int64(-1)
-	if t := counts.Tally(); (intr != nil || fatal != nil) && t.Total >= 0 {
+	if t := counts.Tally(); stopped && t.Total >= 0 {
 		unread = t.Total - t.Done
 	}
 	if progress != nil {
-		progress.Finish(intr != nil || fatal != nil, unread)
+		progress.Finish(stopped, unread)
 	}
 	if intr != nil && o.LogFormat != "json" {
 		logger.Warn(resumeHint(f.args, o, unread))

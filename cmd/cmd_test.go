@@ -271,6 +271,19 @@ func TestBrokenPipeIsNotAnError(t *testing.T) {
 	}
 }
 
+// A batch whose reader stopped reading (| head) stops sending and exits 0, after its summary.
+func TestBatchStopsWhenItsReaderStops(t *testing.T) {
+	h := newHarness(t, emulator.Config{})
+	ios, in, _, errOut := output.Test()
+	in.WriteString(strings.Repeat("GET /v2/audits/"+emulator.SampleAuditID+"\n", 300))
+	ios.Out = pipeWriter{}
+	f := &Factory{IOStreams: ios, Getenv: func(k string) string { return h.env[k] }, Clock: h.clock}
+	code := Run(context.Background(), f, []string{"batch", "-", "--limiter", "off", "--concurrency", "2"})
+	if sent := h.em.Stats().Requests; code != 0 || sent > 20 || !strings.Contains(errOut.String(), "batch: ") {
+		t.Fatalf("exit %d after %d requests of 300:\n%s", code, sent, errOut)
+	}
+}
+
 func TestOutputFileIsOpenedBeforeSending(t *testing.T) {
 	h := newHarness(t, emulator.Config{})
 	r := h.run("post", "/v2/users", "-d", `{"email":"x@example.com"}`, "-o", filepath.Join(t.TempDir(), "no", "such", "dir", "out.json"))
