@@ -73,6 +73,7 @@ type line struct {
 	Attempts  int             `json:"attempts"`
 	RequestID string          `json:"request_id"`
 	Body      json.RawMessage `json:"body"`
+	BodyFile  string          `json:"body_file"`
 	Error     *resultError    `json:"error"`
 }
 
@@ -504,4 +505,78 @@ func TestMaxBodyEndsALineWithoutCuttingIt(t *testing.T) {
 			t.Errorf("%s: the default --max-body: %+v", name, r)
 		}
 	}
+}
+
+// A body larger than what every line keeps (128 KiB) is embedded whole up to exactly --max-body
+// and refused one byte past it, with or without a Content-Length; with --bodies DIR it goes to a
+// file that the result line names, whole.
+func TestLargeBodiesWholeOrRefused(t *testing.T) {
+	big := `"` + strings.Repeat("y", 200<<10) + `"`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/small":
+			_, _ = w.Write([]byte(`{}`))
+			return
+		case "/chunked":
+			w.(http.Flusher).Flush() // no Content-Length: chunked
+		}
+		_, _ = w.Write([]byte(big))
+	}))
+	defer srv.Close()
+	base, _ := url.Parse(srv.URL)
+	input := "GET /sized\nGET /chunked\n"
+	run := func(maxBody int64, dir string) map[int]line {
+		var out bytes.Buffer
+		err := Run(context.Background(), Config{
+			Input: NewInput("-", strings.NewReader(input)), Out: &out, Concurrency: 1, Base: base,
+			Drain: time.Second, MaxBody: maxBody, BodiesDir: dir, Counts: NewCounts(-1), Policy: retry.DefaultPolicy(),
+			Engine: &retry.Engine{Sender: transport.Net{Transport: transport.NewTransport()}, Clock: rt.NewFakeClock(), Rand: rt.FixedRand},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[int]line{}
+		for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			var r line
+			_ = json.Unmarshal([]byte(l), &r)
+			got[r.Line] = r
+		}
+		return got
+	}
+	for n, r := range run(int64(len(big)), "") {
+		if r.Outcome != "ok" || string(r.Body) != big {
+			t.Errorf("line %d at exactly --max-body: %s, %d bytes", n, r.Outcome, len(r.Body))
+		}
+	}
+	for n, r := range run(int64(len(big))-1, "") {
+		if r.Outcome == "ok" || len(r.Body) != 0 {
+			t.Errorf("line %d one byte over --max-body: %s, %d bytes", n, r.Outcome, len(r.Body))
+		}
+	}
+	dir := t.TempDir()
+	input += "GET /small\n"         // a small body goes to its file too
+	for n, r := range run(100, dir) { // --max-body does not limit --bodies
+		if _, err := os.Stat(r.BodyFile); r.Outcome != "ok" || len(r.Body) != 0 || err != nil || filepath.Dir(r.BodyFile) != dir {
+			t.Errorf("line %d with --bodies: %s, %d bytes embedded, body_file %q (%v)", n, r.Outcome, len(r.Body), r.BodyFile, err)
+		}
+	}
+	for _, e := range mustReadDir(t, dir) {
+		want := big
+		if strings.HasPrefix(e.Name(), "3.") {
+			want = `{}`
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, e.Name())); string(b) != want {
+			t.Errorf("%s holds %d bytes, want %d", e.Name(), len(b), len(want))
+		}
+	}
+}
+
+func mustReadDir(t *testing.T, dir string) []os.DirEntry {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("%s: %v %v", dir, entries, err)
+	}
+	return entries
 }
