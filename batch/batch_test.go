@@ -555,7 +555,7 @@ func TestLargeBodiesWholeOrRefused(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	input += "GET /small\n"         // a small body goes to its file too
+	input += "GET /small\n"           // a small body goes to its file too
 	for n, r := range run(100, dir) { // --max-body does not limit --bodies
 		if _, err := os.Stat(r.BodyFile); r.Outcome != "ok" || len(r.Body) != 0 || err != nil || filepath.Dir(r.BodyFile) != dir {
 			t.Errorf("line %d with --bodies: %s, %d bytes embedded, body_file %q (%v)", n, r.Outcome, len(r.Body), r.BodyFile, err)
