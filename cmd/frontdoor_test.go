@@ -236,6 +236,12 @@ func TestWriteOut(t *testing.T) {
 		len(fields[4]) != 36 || fields[5] != "application/json" || !strings.HasPrefix(fields[6], "100/") || fields[7] != "100%" {
 		t.Fatalf("exit %d %q", r.code, r.out)
 	}
+	// No answer: 000, as curl writes it.
+	h.env["BRELLIUM_BASE_URL"] = refusedServer(t)
+	if r := h.run("get", "/x", "-s", "--retry", "0", "-w", "%{http_code} %{exitcode}"); r.code != 4 || r.out != "000 4" {
+		t.Fatalf("no answer: exit %d %q", r.code, r.out)
+	}
+	h.env["BRELLIUM_BASE_URL"] = h.srv.URL
 	r = h.run("get", "/v2/audits/missing", "-s", "-o", os.DevNull, "-w", "%{json}")
 	if st, err := os.Stat(os.DevNull); err != nil || st.Mode()&os.ModeCharDevice == 0 {
 		t.Fatalf("-o %s replaced the device: %v %v", os.DevNull, st.Mode(), err)

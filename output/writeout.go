@@ -122,6 +122,10 @@ func expand(format string, v WriteOut) (string, error) {
 			if !known(name) {
 				return "", fmt.Errorf("unknown variable %%{%s}: want one of %%{%s}, %%{json} or %%header{NAME}", name, strings.Join(writeOutVars, "}, %{"))
 			}
+			if name == "http_code" {
+				fmt.Fprintf(&b, "%03d", v.HTTPCode) // as curl writes it: 000 when no answer came
+				continue
+			}
 			if x := v.value(name); x != nil {
 				fmt.Fprint(&b, x)
 			}
