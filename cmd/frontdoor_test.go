@@ -223,6 +223,15 @@ func TestJQOnACall(t *testing.T) {
 	if r.code != 3 || !strings.Contains(r.out, `"AUDIT_NOT_FOUND"`) {
 		t.Fatalf("an error body: exit %d %q", r.code, r.out)
 	}
+	// An empty 2xx (a 204) has nothing to filter: nothing printed, exit 0, as gh api does.
+	empty := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer empty.Close()
+	h.env["BRELLIUM_BASE_URL"] = empty.URL
+	if r := h.run("delete", "/v2/things/1", "--jq", "."); r.code != 0 || r.out != "" {
+		t.Fatalf("a 204 with --jq: exit %d %q\n%s", r.code, r.out, r.errOut)
+	}
 }
 
 // -w writes curl's and brellium's variables after the body, even when the call fails, and a

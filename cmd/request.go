@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -380,6 +381,9 @@ func writeResponse(ctx context.Context, dest *callBody, r *retry.Response, o *Re
 // expression that fails on it, is an error of the command's (exit 1 is a bug; this is the
 // user's expression meeting the data, so it is a usage error).
 func writeJQ(ctx context.Context, w io.Writer, q *output.Query, body []byte) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil // a 204, or any empty 2xx: nothing to filter, as gh api --jq prints nothing
+	}
 	v, err := output.DecodeJSON(body)
 	if err != nil {
 		return request.Usagef("--jq: %v", err)
