@@ -18,9 +18,9 @@ import (
 // The temporary file is created with mode 0666 less the umask, as curl creates its output, or
 // with the mode of the file it replaces.
 //
-// FILE that is not a regular file (/dev/null, a FIFO, a terminal), or any path in /dev or /proc
-// (/dev/stdout redirected to a file), is written directly, as curl writes it: a device must never
-// be replaced by a regular file, nor a file the shell appends to. A symbolic link is followed: the
+// FILE that is not a regular file (/dev/null, a FIFO, a terminal), or a name of a file already
+// open (/dev/stdout redirected to a file, /dev/fd/N), is written directly, as curl writes it: a
+// device must never be replaced by a regular file, nor a file the shell appends to. A symbolic link is followed: the
 // file it points at is replaced, and the link stays.
 type outFile struct {
 	path   string
@@ -80,22 +80,23 @@ func createOutFile(path string) (*outFile, error) {
 }
 
 // isStream reports an output path that must be written as it is, never replaced, truncated or
-// read back: an existing file that is not a regular file, or a path in /dev or /proc.
+// read back: an existing file that is not a regular file, or a name of a file already open.
 func isStream(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && !st.Mode().IsRegular() || isSpecialPath(path)
 }
 
-// isSpecialPath reports a path in /dev or /proc, or a link whose chain passes through one:
-// /dev/stdout and /dev/fd/N name what the shell opened, and resolve to a regular file when stdout
-// is redirected to one; a rename there would replace the file the shell appends to.
+// isSpecialPath reports a path that names a file the process already has open (/dev/stdout,
+// /dev/fd/N, /proc/self/fd/N), or a link whose chain passes through one: it resolves to a
+// regular file when stdout is redirected to one, and a rename there would replace the file the
+// shell appends to. (/dev/null and other devices are not regular files: isStream has them.)
 func isSpecialPath(path string) bool {
 	for range 40 { // the kernel's own limit on links followed
 		abs, err := filepath.Abs(path)
 		if err != nil {
 			return false
 		}
-		if strings.HasPrefix(abs, "/dev/") || strings.HasPrefix(abs, "/proc/") {
+		if namesAnOpenFile(abs) {
 			return true
 		}
 		target, err := os.Readlink(abs)
@@ -108,6 +109,19 @@ func isSpecialPath(path string) bool {
 		path = target
 	}
 	return false
+}
+
+// namesAnOpenFile reports /dev/stdin, /dev/stdout, /dev/stderr, /dev/fd/N and /proc/PID/fd/N.
+func namesAnOpenFile(abs string) bool {
+	switch abs {
+	case "/dev/stdin", "/dev/stdout", "/dev/stderr":
+		return true
+	}
+	if strings.HasPrefix(abs, "/dev/fd/") {
+		return true
+	}
+	rest, ok := strings.CutPrefix(abs, "/proc/")
+	return ok && strings.Contains(rest, "/fd/")
 }
 
 // Write writes to the temporary file.

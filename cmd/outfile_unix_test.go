@@ -145,3 +145,16 @@ func TestOutputToDevStdoutKeepsTheShellsFile(t *testing.T) {
 		}
 	}
 }
+
+// The names of files already open are streams; a regular file that merely lives under /dev
+// (/dev/shm) is not.
+func TestNamesOfOpenFiles(t *testing.T) {
+	for path, want := range map[string]bool{
+		"/dev/stdout": true, "/dev/stderr": true, "/dev/fd/1": true, "/proc/self/fd/1": true, "/proc/123/fd/4": true,
+		"/dev/shm/results.jsonl": false, "/proc/self/status": false, "/tmp/x": false, "/dev/stdoutx": false,
+	} {
+		if namesAnOpenFile(path) != want {
+			t.Errorf("%s: %v", path, !want)
+		}
+	}
+}
