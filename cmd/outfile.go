@@ -45,7 +45,10 @@ func createOutFile(path string) (*outFile, error) {
 	case err != nil && !errors.Is(err, os.ErrNotExist):
 		return nil, err
 	}
-	if err == nil {
+	if err != nil {
+		// A link to a file not made yet makes that file, as curl does; the link stays.
+		path = danglingTarget(path)
+	} else {
 		if path, err = filepath.EvalSymlinks(path); err != nil {
 			return nil, err
 		}
@@ -77,6 +80,22 @@ func createOutFile(path string) (*outFile, error) {
 		}
 		return &outFile{path: path, tmp: f}, nil
 	}
+}
+
+// danglingTarget follows the links of a path whose final file does not exist yet, to the path
+// that a write through them would create; a path that is no link is itself.
+func danglingTarget(path string) string {
+	for range 40 {
+		target, err := os.Readlink(path)
+		if err != nil {
+			return path
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(path), target)
+		}
+		path = target
+	}
+	return path
 }
 
 // isStream reports an output path that must be written as it is, never replaced, truncated or

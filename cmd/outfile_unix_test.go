@@ -83,6 +83,20 @@ func TestOutputFileKeepsLinksAndModes(t *testing.T) {
 	if b, _ := os.ReadFile(target); err != nil || !strings.Contains(string(b), `"audit_id"`) || st.Mode().Perm() != 0o640 {
 		t.Fatalf("target %q, mode %v, %v", b, st.Mode(), err)
 	}
+	// A link to a file not made yet: the file is made, the link stays.
+	dangling := filepath.Join(dir, "next.json")
+	if err := os.Symlink(filepath.Join(dir, "results", "new.json"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.run("get", sample, "-o", dangling); r.code != 0 {
+		t.Fatalf("-o DANGLING-LINK: exit %d\n%s", r.code, r.errOut)
+	}
+	if st, err := os.Lstat(dangling); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the dangling link was replaced: %v %v", st.Mode(), err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "results", "new.json")); !strings.Contains(string(b), `"audit_id"`) {
+		t.Fatalf("the link's target holds %q", b)
+	}
 	before := h.em.Stats().Requests
 	if os.Geteuid() != 0 { // root may write any file
 		ro := filepath.Join(dir, "kept.json")
