@@ -197,5 +197,10 @@ func (lr *LineReader) Next() (n int, text string, tooLong bool, err error) {
 		}
 	}
 	lr.n++
-	return lr.n, buf.String(), tooLong, nil
+	text = buf.String()
+	if lr.n == 1 {
+		// A byte-order mark that an editor put first (Windows Notepad, Excel) is no part of the line.
+		text = strings.TrimPrefix(text, "\uFEFF")
+	}
+	return lr.n, text, tooLong, nil
 }
