@@ -174,3 +174,18 @@ func TestBrokenPipeToTheServerIsNotSuccess(t *testing.T) {
 		t.Errorf("batch: exit %d, want 4\n%s%s", r.code, r.out, r.errOut)
 	}
 }
+
+// A JSON file saved with a byte-order mark (Windows editors) is sent without it; a body with
+// another Content-Type is sent byte for byte.
+func TestJSONBodyFileWithAByteOrderMark(t *testing.T) {
+	h := newHarness(t, emulator.Config{})
+	file := filepath.Join(t.TempDir(), "user.json")
+	_ = os.WriteFile(file, []byte("\uFEFF{\"email\":\"bom@example.com\"}\n"), 0o600)
+	if r := h.run("post", "/v2/users", "-d", "@"+file, "-s"); r.code != 0 || h.em.Stats().Writes["POST /v2/users"] != 1 {
+		t.Fatalf("exit %d\n%s", r.code, r.errOut)
+	}
+	r := h.run("post", "/v2/users", "-d", "@"+file, "-H", "Content-Type: text/plain", "--dry-run")
+	if r.code != 0 || !strings.Contains(r.out, "\uFEFF{") {
+		t.Fatalf("a text/plain body lost its bytes: exit %d\n%s", r.code, r.out)
+	}
+}

@@ -143,6 +143,9 @@ func loadBody(f *Factory, o *RequestOptions) ([]byte, error) {
 	if !request.JSONContentType(contentType) {
 		return body, nil
 	}
+	// A byte-order mark that an editor put before a JSON file is no part of JSON (RFC 8259 §8.1
+	// lets a parser ignore it): it is not sent.
+	body = bytes.TrimPrefix(body, []byte("\uFEFF"))
 	return body, request.ValidateJSON(body)
 }
 
