@@ -20,8 +20,8 @@ import (
 //
 // FILE that is not a regular file (/dev/null, a FIFO, a terminal), or a name of a file already
 // open (/dev/stdout redirected to a file, /dev/fd/N), is written directly, as curl writes it: a
-// device must never be replaced by a regular file, nor a file the shell appends to. A symbolic link is followed: the
-// file it points at is replaced, and the link stays.
+// device must never be replaced by a regular file, nor a file the shell appends to. A symbolic
+// link is followed: the file it points at is replaced (or made), and the link stays.
 type outFile struct {
 	path   string
 	tmp    *os.File
@@ -35,7 +35,7 @@ func createOutFile(path string) (*outFile, error) {
 	switch {
 	case err == nil && st.IsDir():
 		return nil, errors.New("is a directory")
-	case err == nil && isStream(path):
+	case err == nil && (!st.Mode().IsRegular() || isSpecialPath(path)):
 		// O_APPEND: /dev/stdout reopens what the shell opened, `>>` or `>` (already emptied).
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
@@ -47,7 +47,8 @@ func createOutFile(path string) (*outFile, error) {
 	}
 	if err != nil {
 		// A link to a file not made yet makes that file, as curl does; the link stays.
-		path = danglingTarget(path)
+		hops := linkHops(path)
+		path = hops[len(hops)-1]
 	} else {
 		if path, err = filepath.EvalSymlinks(path); err != nil {
 			return nil, err
@@ -82,20 +83,22 @@ func createOutFile(path string) (*outFile, error) {
 	}
 }
 
-// danglingTarget follows the links of a path whose final file does not exist yet, to the path
-// that a write through them would create; a path that is no link is itself.
-func danglingTarget(path string) string {
+// linkHops is path and, when it is a symbolic link, each name its chain of links leads to, up to
+// the kernel's own limit of 40 links: the last is the file a write through them reaches.
+func linkHops(path string) []string {
+	hops := []string{path}
 	for range 40 {
 		target, err := os.Readlink(path)
 		if err != nil {
-			return path
+			break // not a link
 		}
 		if !filepath.IsAbs(target) {
 			target = filepath.Join(filepath.Dir(path), target)
 		}
 		path = target
+		hops = append(hops, path)
 	}
-	return path
+	return hops
 }
 
 // isStream reports an output path that must be written as it is, never replaced, truncated or
@@ -110,22 +113,10 @@ func isStream(path string) bool {
 // regular file when stdout is redirected to one, and a rename there would replace the file the
 // shell appends to. (/dev/null and other devices are not regular files: isStream has them.)
 func isSpecialPath(path string) bool {
-	for range 40 { // the kernel's own limit on links followed
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			return false
-		}
-		if namesAnOpenFile(abs) {
+	for _, hop := range linkHops(path) {
+		if abs, err := filepath.Abs(hop); err == nil && namesAnOpenFile(abs) {
 			return true
 		}
-		target, err := os.Readlink(abs)
-		if err != nil {
-			return false // not a link
-		}
-		if !filepath.IsAbs(target) {
-			target = filepath.Join(filepath.Dir(abs), target)
-		}
-		path = target
 	}
 	return false
 }
