@@ -38,12 +38,8 @@ func paginate(ctx context.Context, f *Factory, sess *session, o *RequestOptions,
 			return nil
 		case o.query != nil:
 			for _, item := range items {
-				values, err := o.query.Run(ctx, item)
-				if werr := output.WriteValues(w, values); werr != nil {
-					return &retry.StreamWriteError{Err: werr}
-				}
-				if err != nil {
-					return request.Usagef("--jq: %v", err)
+				if err := writeQuery(ctx, w, o.query, item); err != nil {
+					return err
 				}
 			}
 			return nil
@@ -61,14 +57,7 @@ func paginate(ctx context.Context, f *Factory, sess *session, o *RequestOptions,
 			slurped = []any{}
 		}
 		if o.query != nil {
-			values, err := o.query.Run(ctx, slurped)
-			if werr := output.WriteValues(w, values); werr != nil {
-				return &retry.StreamWriteError{Err: werr}
-			}
-			if err != nil {
-				return request.Usagef("--jq: %v", err)
-			}
-			return nil
+			return writeQuery(ctx, w, o.query, slurped)
 		}
 		if err := output.WriteJSONValues(w, []any{slurped}); err != nil {
 			return &retry.StreamWriteError{Err: err}

@@ -391,6 +391,12 @@ func writeJQ(ctx context.Context, w io.Writer, q *output.Query, body []byte) err
 	if err != nil {
 		return request.Usagef("--jq: %v", err)
 	}
+	return writeQuery(ctx, w, q, v)
+}
+
+// writeQuery writes what a jq expression makes of a decoded JSON value: the values it gave
+// before any error, then the error as the user's (a usage error).
+func writeQuery(ctx context.Context, w io.Writer, q *output.Query, v any) error {
 	values, err := q.Run(ctx, v)
 	if werr := output.WriteValues(w, values); werr != nil {
 		return &retry.StreamWriteError{Err: werr}

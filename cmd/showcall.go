@@ -2,8 +2,9 @@ package cmd
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/brellium/brellium/output"
@@ -46,15 +47,8 @@ func showCall(f *Factory, g *GlobalOptions, o *RequestOptions, body []byte) erro
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s\n", spec.Method, spec.URL.String())
-	names := make([]string, 0, len(header))
-	for k := range header {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		for _, v := range header[k] {
-			fmt.Fprintf(&b, "%s: %s\n", k, output.Redact(k, v))
-		}
+	for _, line := range output.HeaderLines(header) {
+		fmt.Fprintln(&b, line)
 	}
 	if spec.Body != nil {
 		fmt.Fprintf(&b, "\n%s\n", strings.TrimRight(string(spec.Body), "\n"))
@@ -89,12 +83,7 @@ func curlCommand(spec *request.Spec, header http.Header, o *RequestOptions) stri
 		parts = []string{"curl", "-sS", "-I"}
 	}
 	parts = append(parts, shellJoin([]string{spec.URL.String()}))
-	names := make([]string, 0, len(header))
-	for k := range header {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(header)) {
 		for _, v := range header[k] {
 			if k == "Authorization" && strings.HasPrefix(v, "Bearer ") {
 				parts = append(parts, "-H", `"Authorization: Bearer $BRELLIUM_ACCESS_TOKEN"`)

@@ -191,12 +191,12 @@ func errString(err error) string {
 
 func (l *Logger) writeHeaders(ev retry.Event) {
 	l.println(l.pal.Gray(">") + " " + Inert(ev.Method) + " " + Inert(ev.Path))
-	for _, line := range headerLines(ev.RequestHeader) {
+	for _, line := range HeaderLines(ev.RequestHeader) {
 		l.println(l.pal.Gray(">") + " " + Inert(line))
 	}
 	if r := ev.Response; r != nil {
 		l.println(l.pal.Gray("<") + " " + Inert(r.Proto) + " " + Inert(r.StatusText))
-		for _, line := range headerLines(r.Header) {
+		for _, line := range HeaderLines(r.Header) {
 			l.println(l.pal.Gray("<") + " " + Inert(line))
 		}
 	}
@@ -216,8 +216,8 @@ func Redact(name, value string) string {
 	return value
 }
 
-// headerLines returns "Name: value" lines sorted by name, credentials redacted.
-func headerLines(h http.Header) []string {
+// HeaderLines returns "Name: value" lines sorted by name, credentials redacted.
+func HeaderLines(h http.Header) []string {
 	names := make([]string, 0, len(h))
 	for k := range h {
 		names = append(names, k)
