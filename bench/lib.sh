@@ -36,6 +36,22 @@ stat() {
 
 now() { date +%s.%N; }
 
+# curl_retry_loops INPUT : the reference wrapper, four `curl --retry 5` processes (xargs -P 4),
+# each with a quarter of INPUT's paths (lines `GET PATH`) against EMU_URL; prints the wall
+# seconds. A regular file as output: curl truncates it before a retry, which /dev/null refuses
+# (exit 23).
+curl_retry_loops() {
+  local k t0 t1
+  for k in 0 1 2 3; do
+    awk -v k="$k" -v url="$EMU_URL" -v out="$BENCH_TMP/curl.out.$k" \
+      'NR % 4 == k { print "url = \"" url $2 "\"\noutput = \"" out "\"" }' "$1" >"$BENCH_TMP/curl.$k"
+  done
+  t0=$(now)
+  printf '%s\n' 0 1 2 3 | xargs -P 4 -I{} curl -s --retry 5 -H 'Authorization: Bearer bench' -K "$BENCH_TMP/curl.{}" || true
+  t1=$(now)
+  python3 -c "print($t1-$t0)"
+}
+
 # ratio A B : A / B with three decimals.
 ratio() { python3 -c "print(f'{$1/$2:.3f}')"; }
 

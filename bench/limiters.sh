@@ -43,12 +43,4 @@ batch_way "brellium --limiter local" local
 if [ -n "$redis_url" ]; then batch_way "brellium --limiter redis" "$redis_url"; else echo "brellium --limiter redis: skipped (no redis-server)"; fi
 
 start_emulator --burst "$BURST" --rate "$RATE" --audits 1000
-for k in 0 1 2 3; do
-  # A regular file as output: curl truncates it before a retry, which /dev/null refuses (exit 23).
-  awk -v k="$k" -v url="$EMU_URL" -v out="$BENCH_TMP/curl.out.$k" \
-    'NR % 4 == k { print "url = \"" url $2 "\"\noutput = \"" out "\"" }' "$BENCH_TMP/in.txt" >"$BENCH_TMP/curl.$k"
-done
-t0=$(now)
-printf '%s\n' 0 1 2 3 | xargs -P 4 -I{} curl -s --retry 5 -H 'Authorization: Bearer bench' -K "$BENCH_TMP/curl.{}" || true
-t1=$(now)
-row "curl --retry 5 (xargs -P 4)" "$(python3 -c "print($t1-$t0)")"
+row "curl --retry 5 (xargs -P 4)" "$(curl_retry_loops "$BENCH_TMP/in.txt")"

@@ -67,14 +67,7 @@ batches() { # batches NAME BIN WORKERS LIMITER RESERVE NEIGHBOUR? [extra flagsâ€
 
 if wanted "curl --retry 5 (xargs -P 4)"; then
 emulator_for yes
-for k in 0 1 2 3; do
-  awk -v k="$k" -v url="$EMU_URL" -v out="$BENCH_TMP/curl.out.$k" \
-    'NR % 4 == k { print "url = \"" url $2 "\"\noutput = \"" out "\"" }' "$BENCH_TMP/in.txt" >"$BENCH_TMP/curl.$k"
-done
-t0=$(now)
-printf '%s\n' 0 1 2 3 | xargs -P 4 -I{} curl -s --retry 5 -H 'Authorization: Bearer bench' -K "$BENCH_TMP/curl.{}" || true
-t1=$(now)
-row "curl --retry 5 (xargs -P 4)" "$(python3 -c "print($t1-$t0)")" 0 yes
+row "curl --retry 5 (xargs -P 4)" "$(curl_retry_loops "$BENCH_TMP/in.txt")" 0 yes
 fi
 
 if [ -n "$OLD" ]; then batches "brellium $BEFORE (no reserve), 1 batch" "$OLD" 1 local 0 yes
