@@ -69,12 +69,7 @@ func paginate(ctx context.Context, f *Factory, sess *session, o *RequestOptions,
 		if err := flush(); err != nil {
 			return err
 		}
-		if dest.file != nil {
-			if err := dest.file.commit(); err != nil {
-				return &retry.StreamWriteError{Err: err}
-			}
-		}
-		return nil
+		return dest.commit()
 	}
 	page := spec
 	for n := 1; ; n++ {

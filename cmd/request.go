@@ -316,10 +316,8 @@ func callOnce(ctx context.Context, f *Factory, sess *session, o *RequestOptions,
 			callErr = werr
 		}
 	}
-	if dest.file != nil && callErr == nil && res != nil && ok2xx(res.Response) {
-		if werr := dest.file.commit(); werr != nil {
-			callErr = &retry.StreamWriteError{Err: werr}
-		}
+	if callErr == nil && res != nil && ok2xx(res.Response) {
+		callErr = dest.commit()
 	}
 	return callErr
 }
@@ -342,6 +340,17 @@ func openDest(f *Factory, o *RequestOptions) (dest *callBody, indent, color bool
 		dest.out, indent, color = dest.file, false, false
 	}
 	return dest, indent, color, nil
+}
+
+// commit puts -o FILE in place once the whole answer is written; nothing for stdout.
+func (b *callBody) commit() error {
+	if b.file == nil {
+		return nil
+	}
+	if err := b.file.commit(); err != nil {
+		return &retry.StreamWriteError{Err: err}
+	}
+	return nil
 }
 
 // discard removes the temp file of -o that was not committed; nothing for stdout.

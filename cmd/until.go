@@ -102,12 +102,7 @@ func writeDone(ctx context.Context, dest *callBody, o *RequestOptions, r *retry.
 	if err := writeResponse(ctx, dest, r, o, indent, color); err != nil {
 		return err
 	}
-	if dest.file != nil {
-		if err := dest.file.commit(); err != nil {
-			return &retry.StreamWriteError{Err: err}
-		}
-	}
-	return nil
+	return dest.commit()
 }
 
 // heldSink passes attempt events on, but holds back the last one of a poll that came back
